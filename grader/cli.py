@@ -1,0 +1,92 @@
+"""Command line: `grader grade DIR` for a class, `grader check FILE` for one student's immediate feedback."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+from pathlib import Path
+
+from . import __version__
+from .assignment import ConfigError, load
+from .batch import grade_folder
+from .discovery import load_single
+from .grading import grade
+from .reference import reference_facts
+from .runs import fresh_variant_seed
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="grader", description=__doc__)
+    parser.add_argument("--version", action="version", version=f"grader {__version__}")
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    grade_cmd = commands.add_parser("grade", help="grade every submission in a folder")
+    grade_cmd.add_argument("submissions", type=Path, help="folder of <id>.py / <id>.ipynb files or <id>/ folders")
+    grade_cmd.add_argument("--out", type=Path, help="results folder (default: SUBMISSIONS/../results)")
+    grade_cmd.add_argument("--assignment", help="assignment id (default: the only one under assignments/)")
+    grade_cmd.add_argument("--workers", type=int, default=None, help="parallel submissions (default: number of cores)")
+    grade_cmd.add_argument("--regrade", action="store_true", help="grade again even where an up-to-date result exists")
+    grade_cmd.add_argument("--variant-seed", type=int, default=None, help="fix the variant scenario's seed (default: random)")
+
+    check_cmd = commands.add_parser("check", help="grade one file and print its visible feedback")
+    check_cmd.add_argument("file", type=Path)
+    check_cmd.add_argument("--assignment", help="assignment id (default: the only one under assignments/)")
+
+    args = parser.parse_args(argv)
+    try:
+        assignment = load(args.assignment)
+    except ConfigError as error:
+        print(f"grader: {error}", file=sys.stderr)
+        return 2
+    if args.command == "grade":
+        return _grade(assignment, args)
+    return _check(assignment, args)
+
+
+def _grade(assignment, args) -> int:
+    folder = args.submissions
+    if not folder.is_dir():
+        print(f"grader: {folder} is not a folder", file=sys.stderr)
+        return 2
+    out = args.out or folder.resolve().parent / "results"
+    try:
+        result = grade_folder(assignment, folder, out, args.workers, args.regrade, args.variant_seed)
+    except ConfigError as error:
+        print(f"grader: {error}", file=sys.stderr)
+        return 2
+    graded = [r for r in result.records if r["status"] == "graded"]
+    print(f"{len(result.records)} record(s) in {out} ({len(graded)} graded, {len(result.records) - len(graded)} error, "
+          f"{result.reused} reused) in {result.seconds:.1f} s; class grades in {out / 'grades.csv'}")
+    for record in sorted(result.records, key=lambda r: r["submission"]):
+        print(f"  {record['submission']:<32} {record['score']:>6g} / {record['max_score']:g}  {record['status']}")
+    return 0
+
+
+def _check(assignment, args) -> int:
+    submission = load_single(args.file, assignment.submission_filename,
+                             int(assignment.config["assignment"]["max_submission_bytes"]))
+    with tempfile.TemporaryDirectory(prefix="grader-check-") as cache:
+        try:
+            facts = reference_facts(assignment, Path(cache))
+        except ConfigError as error:
+            print(f"grader: {error}", file=sys.stderr)
+            return 2
+        record = grade(assignment, submission, facts, fresh_variant_seed(assignment))
+    visible = [c for c in record["checks"] if c["visibility"] == "visible"]
+    print(f"{assignment.title} — {args.file}")
+    for check in visible:
+        mark = "PASS" if check["score"] >= check["max_score"] else ("PART" if check["score"] > 0 else "FAIL")
+        print(f"[{mark}] {check['id']} ({check['score']:g}/{check['max_score']:g})")
+        for line in check["feedback"].splitlines():
+            print(f"       {line}")
+    for message in record["messages"]:
+        print(f"note: {message}")
+    score = sum(c["score"] for c in visible)
+    total = sum(c["max_score"] for c in visible)
+    print(f"Visible checks: {score:g} / {total:g}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

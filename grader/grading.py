@@ -1,0 +1,133 @@
+"""Grade one submission: run every scenario in the sandbox, check against the oracle, assemble the record."""
+
+from __future__ import annotations
+
+import signal
+from typing import Any
+
+from .assignment import Assignment
+from .checks import CheckResult, run_checks
+from .discovery import Submission
+from .environment import environment
+from .runs import run_scenario, scenario_seed
+from .snapshot import Snapshot
+
+MEMORY_SIGNS = ("MemoryError", "std::bad_alloc", "Cannot allocate memory", "RESOURCE_EXHAUSTED", "out of memory")
+
+
+def grade(assignment: Assignment, submission: Submission, facts: dict, variant_seed: int) -> dict[str, Any]:
+    if submission.problem:
+        return error_record(assignment, submission, submission.problem, variant_seed)
+    snapshots: dict[str, Snapshot] = {}
+    oracles = {}
+    for name, scenario in assignment.scenarios.items():
+        seed = scenario_seed(assignment, scenario, variant_seed)
+        snapshots[name], _ = run_scenario(assignment, scenario, seed, submission.source, submission.path.name)
+        oracles[name] = assignment.oracle.build(seed, facts)
+    checks = run_checks(assignment, snapshots, oracles)
+    messages = list(submission.notes)
+    for name, snapshot in snapshots.items():
+        messages += run_messages(assignment, name, snapshot)
+    baseline = snapshots["baseline"]
+    isolation = sorted({s.isolation for s in snapshots.values()})
+    messages.append(f"Isolation used: {', '.join(isolation)}.")
+    return assemble(assignment, submission, "graded", checks, messages, variant_seed,
+                    output=_output(baseline), runs={n: run_summary(s) for n, s in snapshots.items()})
+
+
+def error_record(assignment: Assignment, submission: Submission, reason: str, variant_seed: int) -> dict[str, Any]:
+    checks = [CheckResult(id=spec.id, group=spec.group, score=0.0, max_score=spec.points, visibility=spec.visibility,
+                          feedback=f"Not graded: {reason}") for spec in assignment.checks]
+    return assemble(assignment, submission, "error", checks, [reason, *submission.notes], variant_seed)
+
+
+def assemble(assignment: Assignment, submission: Submission, status: str, checks: list[CheckResult],
+             messages: list[str], variant_seed: int, output: dict | None = None, runs: dict | None = None) -> dict[str, Any]:
+    groups = {}
+    for group, info in assignment.groups.items():
+        members = [c for c in checks if c.group == group]
+        groups[group] = {"score": round(sum(c.score for c in members), 6), "max_score": float(info["points"])}
+    record = {
+        "submission": submission.id,
+        "file": submission.relative,
+        "assignment": assignment.id,
+        "title": assignment.title,
+        "status": status,
+        "score": round(sum(c.score for c in checks), 6),
+        "max_score": assignment.max_score,
+        "groups": groups,
+        "checks": [{"id": c.id, "group": c.group, "score": c.score, "max_score": c.max_score,
+                    "visibility": c.visibility, "feedback": c.feedback} for c in checks],
+        "messages": messages,
+        "environment": environment(),
+        "variant_seed": variant_seed,
+        "sha256": submission.sha256,
+        "fingerprint": assignment.fingerprint,
+    }
+    if runs:
+        record["runs"] = runs
+    if output:
+        record["output"] = output
+    return record
+
+
+def run_summary(snapshot: Snapshot) -> dict[str, Any]:
+    return {"seed": snapshot.seed, "ending": snapshot.ending, "seconds": snapshot.seconds,
+            "statements": len(snapshot.statements), "failed_statements": len(snapshot.failed_statements),
+            "returncode": snapshot.returncode, "output_bytes": snapshot.output_bytes}
+
+
+def _output(snapshot: Snapshot) -> dict[str, Any]:
+    kept = len(snapshot.output_head.encode()) + len(snapshot.output_tail.encode())
+    return {"head": snapshot.output_head, "tail": snapshot.output_tail, "bytes": snapshot.output_bytes,
+            "omitted_bytes": max(0, snapshot.output_bytes - kept)}
+
+
+def run_messages(assignment: Assignment, scenario: str, snap: Snapshot) -> list[str]:
+    """Plain sentences about how a run went: exits, limits, syntax errors, failed statements."""
+    where = f"In the {scenario} run"
+    limits = assignment.limits
+    messages = []
+    if snap.syntax_error:
+        messages.append(f"{where}, line {snap.syntax_error['line']} has a syntax error ({snap.syntax_error['message']}); "
+                        "only the statements before it ran.")
+    if snap.setup_error:
+        messages.append(f"{where}, the grader could not prepare the run ({snap.setup_error}).")
+    if snap.ending == "sys_exit":
+        messages.append(f"{where}, your file called sys.exit({snap.exit_code!r}) at line {snap.exit_line}; "
+                        "statements after it did not run.")
+    elif snap.ending == "killed_wall":
+        messages.append(f"{where}, your file hit the {limits.wall_seconds:g} s time limit and was stopped; "
+                        "values computed before that were kept.")
+    elif snap.ending == "exited_early":
+        messages.append(f"{where}, {_early_exit_reason(snap, limits)}; values computed before that were kept.")
+    if snap.soft_limit_hit:
+        timed_out = [s.line for s in snap.statements if s.status == "timeout"]
+        at = f" at line {timed_out[0]}" if timed_out else ""
+        messages.append(f"{where}, a statement{at} ran past the {limits.soft_seconds:g} s time limit and was interrupted.")
+    errors = [s for s in snap.failed_statements if s.status == "error"]
+    if errors and scenario == "baseline":
+        listed = "; ".join(f"line {s.line}: {s.error['type']}: {s.error['message'][:160]}" for s in errors[:5])
+        messages.append(f"{len(errors)} statement(s) raised an error and the run went on past them ({listed}).")
+    if snap.channel_problem:
+        messages.append(f"{where}, {snap.channel_problem}.")
+    if snap.output_bytes > limits.output_keep_bytes:
+        messages.append(f"{where}, your program printed {snap.output_bytes} bytes; only the first and last "
+                        f"{limits.output_keep_bytes // 2} bytes were kept.")
+    return messages
+
+
+def _early_exit_reason(snap: Snapshot, limits) -> str:
+    output = snap.output_tail[-4000:]
+    if any(sign in output for sign in MEMORY_SIGNS):
+        return f"the process ran out of memory (limit {limits.memory_bytes // 2**20} MiB) and ended"
+    code = snap.returncode
+    if code is not None and code < 0:
+        try:
+            name = signal.Signals(-code).name
+        except ValueError:
+            name = f"signal {-code}"
+        if name == "SIGXCPU":
+            return f"the process used more than {limits.cpu_seconds} s of CPU and was stopped"
+        return f"the process was killed by {name} before finishing"
+    return f"the process ended early with exit status {code} (os._exit or a crash) before finishing"

@@ -1,0 +1,44 @@
+"""Build harness jobs for a scenario and run them: the one place that joins assignment, scenario and sandbox."""
+
+from __future__ import annotations
+
+import secrets
+
+from .assignment import Assignment, Scenario
+from .sandbox import Isolation, RawRun, run_job
+from .snapshot import Snapshot, build_snapshot
+
+
+def scenario_seed(assignment: Assignment, scenario: Scenario, variant_seed: int) -> int:
+    return variant_seed if scenario.fresh_seed else int(assignment.parameters[assignment.seed_parameter])
+
+
+def fresh_variant_seed(assignment: Assignment) -> int:
+    """A random seed for this grading run, never the lesson's own."""
+    lesson_seed = int(assignment.parameters[assignment.seed_parameter])
+    while True:
+        seed = secrets.randbelow(2**31 - 1) + 1
+        if seed != lesson_seed:
+            return seed
+
+
+def make_job(assignment: Assignment, scenario: Scenario, seed: int, source: str, filename: str) -> dict:
+    params = {**assignment.parameters, "seed": seed}
+    limits = assignment.limits
+    return {
+        "source": source,
+        "filename": filename,
+        "contract": assignment.contract,
+        "setup_source": assignment.setup_source,
+        "setup_calls": [[name, params] for name in scenario.setup],
+        "probes_source": assignment.probes_source,
+        "soft_seconds": limits.soft_seconds,
+        "statement_grace_seconds": limits.statement_grace_seconds,
+        "value_max_bytes": limits.value_max_bytes,
+    }
+
+
+def run_scenario(assignment: Assignment, scenario: Scenario, seed: int, source: str, filename: str,
+                 isolation: Isolation | None = None) -> tuple[Snapshot, RawRun]:
+    raw = run_job(make_job(assignment, scenario, seed, source, filename), assignment.limits, isolation)
+    return build_snapshot(raw, scenario.name, seed), raw

@@ -1,0 +1,266 @@
+"""Run one job in an isolated child process and collect what it streams back.
+
+The parent never runs student code. It starts the harness (grader/harness.py, copied into a private
+temporary directory) in a new session with a scrubbed environment, sets resource limits on the child
+before handing it the job, then pumps two pipes without blocking: the combined stdout/stderr (only a
+head and a tail are kept, however much is written) and the data channel (length-prefixed JSON frames,
+size-capped). The whole process group is killed at the hard wall-clock limit and again at the end.
+
+`Isolation` is the seam for stronger sandboxes (namespaces, another uid): it wraps the command line
+and describes itself, and every result records that description.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import select
+import shutil
+import signal
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+HARNESS_PATH = Path(__file__).with_name("harness.py")
+CHANNEL_FD = 3
+MAX_FRAME_BYTES = 8 * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class Limits:
+    wall_seconds: float = 30
+    soft_seconds: float = 20
+    statement_grace_seconds: float = 2
+    cpu_seconds: int = 60
+    memory_bytes: int = 2 * 1024**3
+    file_size_bytes: int = 64 * 1024**2
+    max_processes: int = 256
+    output_keep_bytes: int = 1024**2
+    channel_max_bytes: int = 32 * 1024**2
+    value_max_bytes: int = 1024**2
+
+    @classmethod
+    def from_config(cls, table: dict) -> "Limits":
+        known = {name: table[name] for name in cls.__dataclass_fields__ if name in table}
+        return cls(**known)
+
+
+class Isolation:
+    """Process-group isolation: private temp dir, scrubbed environment, rlimits, kill the group at the end."""
+
+    name = "process group + rlimits (no namespaces)"
+
+    def wrap(self, argv: list[str], workdir: Path) -> list[str]:
+        return argv
+
+    def describe(self) -> str:
+        note = "" if os.geteuid() != 0 else "; running as root, so the process limit is not enforced"
+        return f"{self.name}{note}"
+
+
+@dataclass
+class RawRun:
+    """Everything the child produced, before any interpretation: frames, output head/tail, how it ended."""
+
+    frames: list[dict] = field(default_factory=list)
+    output_head: bytes = b""
+    output_tail: bytes = b""
+    output_bytes: int = 0
+    returncode: int | None = None
+    killed_at_wall_limit: bool = False
+    channel_problem: str | None = None
+    seconds: float = 0.0
+    isolation: str = ""
+
+
+class OutputKeeper:
+    """Keeps the first and last `keep/2` bytes of a stream of any length."""
+
+    def __init__(self, keep: int):
+        self.half = max(keep // 2, 1)
+        self.head = bytearray()
+        self.tail = bytearray()
+        self.total = 0
+
+    def feed(self, data: bytes) -> None:
+        self.total += len(data)
+        room = self.half - len(self.head)
+        if room > 0:
+            self.head += data[:room]
+            data = data[room:]
+        if data:
+            self.tail += data
+            if len(self.tail) > self.half:
+                del self.tail[: len(self.tail) - self.half]
+
+
+class FrameReader:
+    """Parses length-prefixed JSON frames; stops (and says why) on garbage or when over its byte budget."""
+
+    def __init__(self, budget: int):
+        self.budget = budget
+        self.buffer = bytearray()
+        self.frames: list[dict] = []
+        self.received = 0
+        self.problem: str | None = None
+
+    def feed(self, data: bytes) -> None:
+        if self.problem:
+            return
+        self.received += len(data)
+        if self.received > self.budget:
+            self.problem = f"the run streamed more than {self.budget} bytes of data; the rest was ignored"
+            return
+        self.buffer += data
+        while len(self.buffer) >= 4:
+            (size,) = struct.unpack(">I", self.buffer[:4])
+            if size > MAX_FRAME_BYTES:
+                self.problem = "the data channel carried an oversized frame; the rest was ignored"
+                return
+            if len(self.buffer) < 4 + size:
+                return
+            payload = bytes(self.buffer[4 : 4 + size])
+            del self.buffer[: 4 + size]
+            try:
+                frame = json.loads(payload)
+            except (ValueError, RecursionError):
+                self.problem = "the data channel carried something that is not JSON; the rest was ignored"
+                return
+            if not isinstance(frame, dict) or not isinstance(frame.get("type"), str):
+                self.problem = "the data channel carried a malformed frame; the rest was ignored"
+                return
+            self.frames.append(frame)
+
+
+def child_environment(workdir: Path) -> dict[str, str]:
+    """Only what Python and JAX need: nothing of the grader's own environment leaks in."""
+    return {
+        "PATH": "/usr/local/bin:/usr/bin:/bin",
+        "HOME": str(workdir),
+        "TMPDIR": str(workdir),
+        "LANG": "C.UTF-8",
+        "LC_ALL": "C.UTF-8",
+        "PYTHONDONTWRITEBYTECODE": "1",
+        "PYTHONUNBUFFERED": "1",
+        "JAX_PLATFORMS": "cpu",
+        "TF_CPP_MIN_LOG_LEVEL": "2",
+        "MPLBACKEND": "Agg",
+    }
+
+
+def apply_limits(pid: int, limits: Limits) -> None:
+    """Set rlimits on the child before it reads its job (so before any student code runs)."""
+    settings = [
+        (resource.RLIMIT_DATA, limits.memory_bytes),
+        (resource.RLIMIT_CPU, limits.cpu_seconds),
+        (resource.RLIMIT_FSIZE, limits.file_size_bytes),
+        (resource.RLIMIT_NPROC, limits.max_processes),
+        (resource.RLIMIT_CORE, 0),
+    ]
+    for which, value in settings:
+        resource.prlimit(pid, which, (value, value))
+
+
+def kill_group(pgid: int) -> None:
+    try:
+        os.killpg(pgid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def run_job(job: dict, limits: Limits, isolation: Isolation | None = None, python: str = sys.executable) -> RawRun:
+    """Run one harness job under `limits`; always returns, whatever the child does."""
+    isolation = isolation or Isolation()
+    workdir = Path(tempfile.mkdtemp(prefix="grader-run-"))
+    started = time.monotonic()
+    read_fd, write_fd = os.pipe()
+    raw = RawRun(isolation=isolation.describe())
+    process = None
+    try:
+        shutil.copy(HARNESS_PATH, workdir / "_grader_harness.py")
+        argv = isolation.wrap([python, "-I", "-B", "_grader_harness.py"], workdir)
+        process = subprocess.Popen(
+            argv,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            cwd=workdir,
+            env=child_environment(workdir),
+            start_new_session=True,
+            pass_fds=(write_fd,),
+        )
+        os.close(write_fd)
+        channel_fd, write_fd = write_fd, -1
+        apply_limits(process.pid, limits)
+        _send_job(process, {**job, "channel_fd": channel_fd})
+        _pump(process, read_fd, limits, raw, started)
+    finally:
+        if process is not None:
+            kill_group(process.pid)
+            if process.poll() is None:
+                process.kill()
+            process.wait()
+            raw.returncode = process.returncode
+            if process.stdout:
+                process.stdout.close()
+        for fd in (read_fd, write_fd):
+            if fd >= 0:
+                try:
+                    os.close(fd)
+                except OSError:
+                    pass
+        shutil.rmtree(workdir, ignore_errors=True)
+        raw.seconds = round(time.monotonic() - started, 3)
+    return raw
+
+
+def _send_job(process: subprocess.Popen, job: dict) -> None:
+    try:
+        process.stdin.write(json.dumps(job).encode("utf-8"))
+        process.stdin.close()
+    except (BrokenPipeError, OSError):
+        pass  # the child is already gone; the pump will see it
+
+
+def _pump(process: subprocess.Popen, channel_fd: int, limits: Limits, raw: RawRun, started: float) -> None:
+    """Drain output and channel until the child ends (or the wall limit), never blocking on either."""
+    output = OutputKeeper(limits.output_keep_bytes)
+    frames = FrameReader(limits.channel_max_bytes)
+    out_fd = process.stdout.fileno()
+    open_fds = {out_fd, channel_fd}
+    for fd in open_fds:
+        os.set_blocking(fd, False)
+    deadline = started + limits.wall_seconds
+    exited_at = None
+    while open_fds:
+        now = time.monotonic()
+        if now >= deadline:
+            raw.killed_at_wall_limit = True
+            kill_group(process.pid)
+            break
+        if exited_at is None and process.poll() is not None:
+            exited_at = now
+        if exited_at is not None and now - exited_at > 1.0:
+            break  # a descendant still holds a pipe open; the group kill below ends it
+        ready, _, _ = select.select(list(open_fds), [], [], 0.05)
+        for fd in ready:
+            try:
+                data = os.read(fd, 1 << 16)
+            except BlockingIOError:
+                continue
+            except OSError:
+                data = b""
+            if not data:
+                open_fds.discard(fd)
+            elif fd == out_fd:
+                output.feed(data)
+            else:
+                frames.feed(data)
+    raw.frames = frames.frames
+    raw.channel_problem = frames.problem
+    raw.output_head, raw.output_tail, raw.output_bytes = bytes(output.head), bytes(output.tail), output.total

@@ -1,0 +1,86 @@
+"""Write results: one JSON per submission, a Markdown feedback file, and the class grade CSV. All atomic."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+import tempfile
+from pathlib import Path
+
+from .discovery import safe_filename
+
+
+def atomic_write(path: Path, text: str) -> None:
+    """Write to a temp file in the same folder, then rename: a reader never sees a torn file."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8", newline="") as stream:
+            stream.write(text)
+            stream.flush()
+            os.fsync(stream.fileno())
+        os.replace(temp, path)
+    except BaseException:
+        try:
+            os.unlink(temp)
+        except OSError:
+            pass
+        raise
+
+
+def result_path(out: Path, submission_id: str) -> Path:
+    return out / f"{safe_filename(submission_id)}.json"
+
+
+def write_result(out: Path, record: dict) -> None:
+    atomic_write(result_path(out, record["submission"]), json.dumps(record, indent=2, allow_nan=False, default=str) + "\n")
+    atomic_write(out / f"{safe_filename(record['submission'])}.feedback.md", feedback_markdown(record))
+
+
+def grades_csv(records: list[dict], groups: list[str]) -> str:
+    """One row a submission: id, each group's score, total, max, percent, status."""
+    stream = io.StringIO()
+    writer = csv.writer(stream, lineterminator="\n")
+    writer.writerow(["submission", *groups, "total", "max_score", "percent", "status"])
+    for record in sorted(records, key=lambda r: r["submission"]):
+        scores = [_num(record["groups"].get(g, {}).get("score", 0.0)) for g in groups]
+        percent = 100.0 * record["score"] / record["max_score"] if record["max_score"] else 0.0
+        writer.writerow([record["submission"], *scores, _num(record["score"]), _num(record["max_score"]),
+                         _num(round(percent, 2)), record["status"]])
+    return stream.getvalue()
+
+
+def _num(value: float) -> str:
+    return f"{value:g}"
+
+
+def feedback_markdown(record: dict, visibilities: tuple[str, ...] = ("visible", "hidden", "after_published")) -> str:
+    """The student's report: score, per-group table, each check's feedback, run notes, output head/tail."""
+    lines = [f"# Feedback: {record.get('title', record.get('assignment', ''))}", "",
+             f"Submission `{record['submission']}` ({record['file']}): **{record['score']:g} / {record['max_score']:g}**", ""]
+    if record["status"] == "error":
+        lines += ["Your file could not be graded: " + (record["messages"][0] if record["messages"] else "unknown reason"), ""]
+    lines += ["| Group | Score |", "|---|---|"]
+    lines += [f"| {g} | {v['score']:g} / {v['max_score']:g} |" for g, v in record["groups"].items()]
+    lines.append("")
+    current = None
+    for check in record["checks"]:
+        if check["visibility"] not in visibilities:
+            continue
+        if check["group"] != current:
+            current = check["group"]
+            lines += ["", f"## {current}", ""]
+        mark = "PASS" if check["score"] >= check["max_score"] else ("PARTIAL" if check["score"] > 0 else "FAIL")
+        body = check["feedback"].replace("\n", "\n  ")
+        lines.append(f"- **{mark}** `{check['id']}` ({check['score']:g}/{check['max_score']:g}): {body}")
+    if record["messages"]:
+        lines += ["", "## Notes on your run", ""] + [f"- {m}" for m in record["messages"]]
+    output = record.get("output") or {}
+    if output.get("head") or output.get("tail"):
+        lines += ["", "## Your output (baseline run)", "", "```text", output.get("head", "")]
+        if output.get("tail"):
+            lines += [f"... ({output.get('omitted_bytes', 0)} bytes omitted) ...", output["tail"]]
+        lines.append("```")
+    return "\n".join(lines) + "\n"
