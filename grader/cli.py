@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-import tempfile
+import os
 from pathlib import Path
 
 from . import __version__
@@ -63,16 +63,21 @@ def _grade(assignment, args) -> int:
     return 0
 
 
+def user_cache_dir() -> Path:
+    """Where `grader check` keeps the measured reference facts between calls (keyed by versions)."""
+    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+    return Path(base) / "jax-course-grader"
+
+
 def _check(assignment, args) -> int:
     submission = load_single(args.file, assignment.submission_filename,
                              int(assignment.config["assignment"]["max_submission_bytes"]))
-    with tempfile.TemporaryDirectory(prefix="grader-check-") as cache:
-        try:
-            facts = reference_facts(assignment, Path(cache))
-        except ConfigError as error:
-            print(f"grader: {error}", file=sys.stderr)
-            return 2
-        record = grade(assignment, submission, facts, fresh_variant_seed(assignment))
+    try:
+        facts = reference_facts(assignment, user_cache_dir())
+    except ConfigError as error:
+        print(f"grader: {error}", file=sys.stderr)
+        return 2
+    record = grade(assignment, submission, facts, fresh_variant_seed(assignment))
     visible = [c for c in record["checks"] if c["visibility"] == "visible"]
     print(f"{assignment.title} — {args.file}")
     for check in visible:

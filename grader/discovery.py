@@ -30,13 +30,15 @@ class Submission:
     sha256: str = ""
 
 
-def discover(folder: Path, expected_name: str, max_bytes: int) -> list[Submission]:
-    """Every entry of `folder` as a Submission, sorted by id, ids made unique."""
+def discover(folder: Path, expected_name: str, max_bytes: int, exclude: Path | None = None) -> list[Submission]:
+    """Every entry of `folder` as a Submission, sorted by id, ids made unique (`exclude`: the output folder)."""
     if not folder.is_dir():
         raise FileNotFoundError(f"{folder} is not a folder")
     submissions = []
     for entry in sorted(folder.iterdir(), key=lambda p: p.name):
         if entry.name in IGNORED_NAMES or entry.name.startswith("."):
+            continue
+        if exclude is not None and not entry.is_symlink() and entry.resolve() == exclude.resolve():
             continue
         submissions.append(_from_entry(entry, folder, expected_name, max_bytes))
     _make_ids_unique(submissions)

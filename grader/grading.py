@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import signal
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from .assignment import Assignment
@@ -18,12 +19,13 @@ MEMORY_SIGNS = ("MemoryError", "std::bad_alloc", "Cannot allocate memory", "RESO
 def grade(assignment: Assignment, submission: Submission, facts: dict, variant_seed: int) -> dict[str, Any]:
     if submission.problem:
         return error_record(assignment, submission, submission.problem, variant_seed)
-    snapshots: dict[str, Snapshot] = {}
-    oracles = {}
-    for name, scenario in assignment.scenarios.items():
-        seed = scenario_seed(assignment, scenario, variant_seed)
-        snapshots[name], _ = run_scenario(assignment, scenario, seed, submission.source, submission.path.name)
-        oracles[name] = assignment.oracle.build(seed, facts)
+    seeds = {name: scenario_seed(assignment, scenario, variant_seed) for name, scenario in assignment.scenarios.items()}
+    # Scenarios are independent sandboxes: run them side by side (one student's runs share nothing).
+    with ThreadPoolExecutor(max_workers=len(seeds)) as pool:
+        futures = {name: pool.submit(run_scenario, assignment, assignment.scenarios[name], seed, submission.source,
+                                     submission.path.name) for name, seed in seeds.items()}
+        snapshots: dict[str, Snapshot] = {name: future.result()[0] for name, future in futures.items()}
+    oracles = {name: assignment.oracle.build(seed, facts) for name, seed in seeds.items()}
     checks = run_checks(assignment, snapshots, oracles)
     messages = list(submission.notes)
     for name, snapshot in snapshots.items():
