@@ -98,9 +98,14 @@ class RunView:
         return "is not defined at the top level of your file"
 
 
-def _first_lines(text: str, limit: int = 6) -> str:
+def _failure_text(text: str) -> str:
+    """The check's own message, then pytest's rewritten comparison (its first line) as the values compared."""
     lines = [line for line in text.strip().splitlines() if line.strip()]
-    return "\n".join(lines[:limit])
+    message = [line for line in lines if not line.startswith(("assert ", " +", "+"))]
+    compared = next((line for line in lines if line.startswith("assert ")), None)
+    if compared and message:
+        message.append(f"(compared: {compared[len('assert '):][:200]})")
+    return "\n".join((message or lines)[:8])
 
 
 def evaluate(function, spec: CheckSpec, view: RunView, oracle: Any, settings: Any) -> tuple[float, str]:
@@ -112,7 +117,7 @@ def evaluate(function, spec: CheckSpec, view: RunView, oracle: Any, settings: An
     except Missing as missing:
         return 0.0, f"{missing} (needed by this check)."
     except AssertionError as failure:
-        return 0.0, _first_lines(str(failure)) or "The check failed."
+        return 0.0, _failure_text(str(failure)) or "The check failed."
     except Exception as error:  # a student value the check did not anticipate: never crash the batch
         return 0.0, f"The grader could not evaluate this check on your values ({type(error).__name__}: {str(error)[:200]})."
     if isinstance(outcome, Partial):
@@ -132,6 +137,18 @@ def run_checks(assignment: Assignment, snapshots: dict[str, Snapshot], oracles: 
     return results
 
 
+def _errors_only_in(scenario: str, snapshots: dict[str, Snapshot]) -> str:
+    """An error that happens only in a grader scenario is invisible to the student locally: name it."""
+    if scenario == "baseline" or "baseline" not in snapshots:
+        return ""
+    baseline_lines = {s.line for s in snapshots["baseline"].failed_statements}
+    for statement in snapshots[scenario].failed_statements:
+        if statement.line not in baseline_lines and statement.error:
+            return (f"\nIn that run, line {statement.line} raised {statement.error['type']}: "
+                    f"{statement.error['message'][:200]}")
+    return ""
+
+
 def _combine(assignment: Assignment, spec: CheckSpec, outcomes: list, snapshots: dict[str, Snapshot]) -> CheckResult:
     fraction = min(f for _, f, _ in outcomes)
     failing = [(s, f, text) for s, f, text in outcomes if f < 1.0]
@@ -140,10 +157,10 @@ def _combine(assignment: Assignment, spec: CheckSpec, outcomes: list, snapshots:
     else:
         scenario, _, text = min(failing, key=lambda item: item[1])
         passed_elsewhere = [s for s, f, _ in outcomes if f >= 1.0]
-        feedback = text
+        feedback = text + _errors_only_in(scenario, snapshots)
         if scenario != "baseline" or passed_elsewhere:
             hint = assignment.scenarios[scenario].failure_hint.format(seed=snapshots[scenario].seed)
             label = f"[{scenario} run: {assignment.scenarios[scenario].description}] "
-            feedback = label + text + (f"\n{hint}" if passed_elsewhere and hint else "")
+            feedback = label + feedback + (f"\n{hint}" if passed_elsewhere and hint else "")
     return CheckResult(id=spec.id, group=spec.group, score=round(spec.points * fraction, 6), max_score=spec.points,
                        visibility=spec.visibility, feedback=feedback)

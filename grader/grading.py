@@ -29,7 +29,7 @@ def grade(assignment: Assignment, submission: Submission, facts: dict, variant_s
     checks = run_checks(assignment, snapshots, oracles)
     messages = list(submission.notes)
     for name, snapshot in snapshots.items():
-        messages += run_messages(assignment, name, snapshot)
+        messages += run_messages(assignment, name, snapshot, snapshots.get("baseline"))
     baseline = snapshots["baseline"]
     isolation = sorted({s.isolation for s in snapshots.values()})
     messages.append(f"Isolation used: {', '.join(isolation)}.")
@@ -85,8 +85,10 @@ def _output(snapshot: Snapshot) -> dict[str, Any]:
             "omitted_bytes": max(0, snapshot.output_bytes - kept)}
 
 
-def run_messages(assignment: Assignment, scenario: str, snap: Snapshot) -> list[str]:
-    """Plain sentences about how a run went: exits, limits, syntax errors, failed statements."""
+def run_messages(assignment: Assignment, scenario: str, snap: Snapshot, baseline: Snapshot | None = None) -> list[str]:
+    """Plain sentences about how a run went: exits, limits, syntax errors, failed statements.
+
+    For a scenario other than baseline, only errors that baseline did not have are listed."""
     where = f"In the {scenario} run"
     limits = assignment.limits
     messages = []
@@ -108,9 +110,11 @@ def run_messages(assignment: Assignment, scenario: str, snap: Snapshot) -> list[
         at = f" at line {timed_out[0]}" if timed_out else ""
         messages.append(f"{where}, a statement{at} ran past the {limits.soft_seconds:g} s time limit and was interrupted.")
     errors = [s for s in snap.failed_statements if s.status == "error"]
-    if errors and scenario == "baseline":
+    if errors and scenario != "baseline":
+        errors = [s for s in errors if s.line not in {b.line for b in baseline.failed_statements}] if baseline else errors
+    if errors:
         listed = "; ".join(f"line {s.line}: {s.error['type']}: {s.error['message'][:160]}" for s in errors[:5])
-        messages.append(f"{len(errors)} statement(s) raised an error and the run went on past them ({listed}).")
+        messages.append(f"{where}, {len(errors)} statement(s) raised an error and the run went on past them ({listed}).")
     if snap.channel_problem:
         messages.append(f"{where}, {snap.channel_problem}.")
     if snap.output_bytes > limits.output_keep_bytes:

@@ -1,0 +1,42 @@
+"""The two user-facing commands, run as a user runs them (real subprocess, real sandbox, real JAX)."""
+
+import csv
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+GRADER = [sys.executable, "-m", "grader.cli"]
+
+
+def test_grade_examples_writes_a_record_for_every_entry(tmp_path):
+    submissions = tmp_path / "submissions"
+    shutil.copytree(ROOT / "examples" / "submissions", submissions, symlinks=True)
+    done = subprocess.run([*GRADER, "grade", str(submissions), "--workers", "2"], cwd=ROOT,
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    out = tmp_path / "results"
+    entries = sorted(p.stem if p.is_file() else p.name for p in submissions.iterdir())
+    rows = list(csv.DictReader((out / "grades.csv").open()))
+    assert [row["submission"] for row in rows] == entries
+    records = {row["submission"]: json.loads((out / f"{row['submission']}.json").read_text()) for row in rows}
+    assert records["alice"]["score"] == records["alice"]["max_score"] == 100
+    assert records["erin"]["status"] == "error" and "empty" in records["erin"]["messages"][0]
+    for record in records.values():
+        assert (out / f"{record['submission']}.feedback.md").is_file()
+        assert sum(g["score"] for g in record["groups"].values()) == record["score"]
+
+    again = subprocess.run([*GRADER, "grade", str(submissions)], cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert again.returncode == 0 and f"{len(entries)} unchanged since the last run" in again.stderr
+
+
+def test_check_prints_visible_feedback_for_one_file(tmp_path):
+    student = tmp_path / "performance-05.py"
+    student.write_text((ROOT / "examples" / "submissions" / "bob.py").read_text())
+    done = subprocess.run([*GRADER, "check", str(student)], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert "[FAIL] directional.central_difference" in done.stdout
+    assert "forward difference" in done.stdout
+    assert "[PASS] hvp.plain_matches_oracle" in done.stdout
