@@ -131,9 +131,11 @@ def load(assignment_id: str | None = None, root: Path | None = None) -> Assignme
     info = config["assignment"]
     module_prefix = "assignment_" + "".join(c if c.isalnum() else "_" for c in assignment_id)
     groups = dict(config.get("groups", {}))
+    contract = list(info.get("contract", []))
     checks = [CheckSpec(id=c["id"], group=c["group"], points=float(c["points"]), visibility=c.get("visibility", "visible"),
                         scenarios=tuple(c.get("scenarios", ["baseline"])), function=c["function"],
-                        needs=tuple(c.get("needs", ()))) for c in config.get("checks", [])]
+                        needs=tuple(contract if c.get("needs") == ["*"] else c.get("needs", ())))
+              for c in config.get("checks", [])]
     scenarios = {name: Scenario(name=name, description=s.get("description", name), setup=tuple(s.get("setup", ())),
                                 fresh_seed=bool(s.get("fresh_seed", False)), failure_hint=s.get("failure_hint", ""))
                  for name, s in config.get("scenarios", {}).items()}
@@ -142,7 +144,7 @@ def load(assignment_id: str | None = None, root: Path | None = None) -> Assignme
     assignment = Assignment(
         id=assignment_id, title=info.get("title", assignment_id), folder=folder, root=root, config=config,
         limits=Limits.from_config(config.get("limits", {})), scenarios=scenarios, groups=groups, checks=checks,
-        contract=list(info.get("contract", [])), parameters=parameters, settings=settings,
+        contract=contract, parameters=parameters, settings=settings,
         oracle=_import_path(folder / "oracle.py", module_prefix + "_oracle"),
         check_module=load_rewritten(folder / "checks.py", module_prefix + "_checks"),
         setup_source=_read_optional(folder / "scenario_setup.py"),

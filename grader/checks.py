@@ -110,12 +110,19 @@ def _failure_text(text: str) -> str:
 
 def evaluate(function, spec: CheckSpec, view: RunView, oracle: Any, settings: Any) -> tuple[float, str]:
     """One check on one scenario: (fraction of its points, feedback)."""
-    try:
-        for name in spec.needs:
+    missing = []
+    for name in spec.needs:
+        try:
             view.value(name)
+        except Missing as error:
+            missing.append(error)
+    if missing:
+        others = f" Also missing or unfinished: {', '.join(f'`{m.name}`' for m in missing[1:])}." if len(missing) > 1 else ""
+        return 0.0, f"{missing[0]} (needed by this check).{others}"
+    try:
         outcome = function(view, oracle, settings)
-    except Missing as missing:
-        return 0.0, f"{missing} (needed by this check)."
+    except Missing as error:
+        return 0.0, f"{error} (needed by this check)."
     except AssertionError as failure:
         return 0.0, _failure_text(str(failure)) or "The check failed."
     except Exception as error:  # a student value the check did not anticipate: never crash the batch

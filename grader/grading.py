@@ -105,6 +105,9 @@ def run_messages(assignment: Assignment, scenario: str, snap: Snapshot, baseline
                         "values computed before that were kept.")
     elif snap.ending == "exited_early":
         messages.append(f"{where}, {_early_exit_reason(snap, limits)}; values computed before that were kept.")
+    if any(s.error and s.error["type"] == "MemoryError" for s in snap.failed_statements):
+        line = next(s.line for s in snap.failed_statements if s.error and s.error["type"] == "MemoryError")
+        messages.append(f"{where}, line {line} hit the memory limit ({limits.memory_bytes // 2**20} MiB) and was stopped.")
     if snap.soft_limit_hit:
         timed_out = [s.line for s in snap.statements if s.status == "timeout"]
         at = f" at line {timed_out[0]}" if timed_out else ""

@@ -1,0 +1,451 @@
+"""grader.sandbox.run_job + grader.snapshot.build_snapshot on small hand-written jobs (no JAX in the child).
+
+Each job is a few lines of student code; the child is the real harness in the real sandbox with small
+limits, so a runaway costs seconds, not the default 30 s.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import signal
+import textwrap
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from grader.sandbox import Limits, run_job
+from grader.snapshot import Opaque, build_snapshot
+
+FAST = Limits(wall_seconds=8, soft_seconds=3, statement_grace_seconds=1, cpu_seconds=20,
+              output_keep_bytes=64 * 1024, value_max_bytes=256 * 1024)
+
+
+def job(source: str, contract, probes_source: str = "", setup_source: str = "", setup_calls=(), limits: Limits = FAST) -> dict:
+    return {
+        "source": textwrap.dedent(source).lstrip("\n"),
+        "filename": "student.py",
+        "contract": list(contract),
+        "setup_source": setup_source,
+        "setup_calls": [list(call) for call in setup_calls],
+        "probes_source": textwrap.dedent(probes_source),
+        "soft_seconds": limits.soft_seconds,
+        "statement_grace_seconds": limits.statement_grace_seconds,
+        "value_max_bytes": limits.value_max_bytes,
+    }
+
+
+def run(source: str, contract, limits: Limits = FAST, **kwargs):
+    raw = run_job(job(source, contract, limits=limits, **kwargs), limits)
+    return build_snapshot(raw, "baseline", 18), raw
+
+
+def statement_at(snap, line):
+    return next(s for s in snap.statements if s.line == line)
+
+
+# ---- values --------------------------------------------------------------------------------------------
+
+def test_values_are_streamed_per_statement_and_decoded():
+    snap, raw = run("""
+        a = 1
+        b = 2.5
+        c = float('nan')
+        d = float('-inf')
+        s = 'héllo'
+        l = [1, 2.0, 'x', None, True]
+        t = (1, 2)
+        m = {'k': [1, 2], 3: 'three'}
+        import numpy as np
+        arr = np.arange(6, dtype=np.float32).reshape(2, 3)
+        ints = np.array([1, 2, 3], dtype=np.int64)
+        scalar = np.float32(0.25)
+        a = 7
+        def f(v): return v
+        e = ...
+        big = 2**80
+    """, ["a", "b", "c", "d", "s", "l", "t", "m", "arr", "ints", "scalar", "f", "e", "big", "never"])
+    v = snap.values
+    assert snap.ending == "completed" and snap.returncode == 0
+    assert v["a"] == 7 and type(v["a"]) is int
+    assert snap.history["a"] == [(0, 1), (12, 7)]   # streamed at the statement that set it, again when it changed
+    assert v["b"] == 2.5 and type(v["b"]) is float
+    assert math.isnan(v["c"]) and v["d"] == -math.inf
+    assert v["s"] == "héllo"
+    assert v["l"] == [1, 2.0, "x", None, True] and type(v["l"]) is list
+    assert v["t"] == (1, 2)
+    assert v["m"] == {"k": [1, 2], "3": "three"}
+    assert type(v["arr"]) is np.ndarray and v["arr"].dtype == np.float64 and v["arr"].shape == (2, 3)
+    assert np.array_equal(v["arr"], np.arange(6).reshape(2, 3))
+    assert type(v["ints"]) is np.ndarray and v["ints"].dtype == np.float64 and v["ints"].tolist() == [1, 2, 3]
+    assert np.asarray(v["scalar"]).shape == () and float(v["scalar"]) == 0.25
+    assert isinstance(v["f"], Opaque) and v["f"].kind == "callable"
+    assert isinstance(v["e"], Opaque) and v["e"].kind == "todo"
+    assert float(v["big"]) == 2.0**80
+    assert "never" not in v
+    assert [s.status for s in snap.statements] == ["ok"] * 16
+    assert snap.statements[0].assigns == ["a"]
+
+
+def test_lying_objects_decode_to_their_real_numbers():
+    snap, _ = run("""
+        import numpy as np
+        class Liar(np.ndarray):
+            def __eq__(self, other): return np.ones(self.shape, dtype=bool)
+            def __ne__(self, other): return np.zeros(self.shape, dtype=bool)
+            def __repr__(self): return 'array([the right answer])'
+            def tolist(self): return [42.0] * self.size
+        lie = np.array([1.0, 2.0, 3.0]).view(Liar)
+        class Float(float):
+            def __eq__(self, other): return True
+            def __repr__(self): return '0.0074045'
+            __hash__ = float.__hash__
+        sly = Float(2.5)
+        class Int(int):
+            def __eq__(self, other): return True
+            __hash__ = int.__hash__
+        count = Int(9)
+    """, ["lie", "sly", "count"])
+    assert all(s.status == "ok" for s in snap.statements), snap.statements
+    lie = snap.values["lie"]
+    assert type(lie) is np.ndarray and lie.dtype == np.float64
+    assert lie.tolist() == [1.0, 2.0, 3.0]
+    assert not np.any(lie == np.array([9.0, 9.0, 9.0]))
+    sly = snap.values["sly"]
+    assert type(sly) in (float, np.ndarray) and float(sly) == 2.5
+    assert not (sly == 3.0)
+    count = snap.values["count"]
+    assert type(count) in (int, float, np.ndarray) and float(count) == 9.0 and not (count == 10)
+
+
+def test_huge_value_is_marked_too_large_not_streamed():
+    snap, _ = run("""
+        import numpy as np
+        huge = np.zeros(100_000)
+        small = 1
+    """, ["huge", "small"])
+    assert isinstance(snap.values["huge"], Opaque) and snap.values["huge"].kind == "too_large"
+    assert snap.values["small"] == 1
+
+
+# ---- failures, exits, limits ------------------------------------------------------------------------------
+
+def test_failing_statement_is_recorded_and_the_run_goes_on():
+    snap, _ = run("""
+        a = 1
+        def helper(v):
+            return v / 0
+        b = helper(a)
+        c = 3
+    """, ["a", "b", "c"])
+    assert snap.ending == "completed"
+    failed = snap.failed_statements
+    assert len(failed) == 1
+    assert failed[0].line == 4 and failed[0].status == "error" and failed[0].assigns == ["b"]
+    assert failed[0].error["type"] == "ZeroDivisionError"
+    assert failed[0].error["line"] == 3                      # the deepest line in the student's file
+    assert "student.py" in failed[0].error["traceback"] and "_grader_harness" not in failed[0].error["traceback"]
+    assert snap.values["a"] == 1 and snap.values["c"] == 3 and "b" not in snap.values
+    assert snap.statement_assigning("b") is failed[0]
+
+
+def test_sys_exit_ends_the_run_and_keeps_earlier_values():
+    snap, _ = run("""
+        a = 1
+        import sys
+        sys.exit(4)
+        after = 2
+    """, ["a", "after"])
+    assert snap.ending == "sys_exit" and snap.exit_code == 4 and snap.exit_line == 3
+    assert snap.values == {"a": 1}
+    assert len(snap.statements) == 3
+
+
+def test_os_exit_keeps_earlier_values():
+    snap, _ = run("""
+        a = 1
+        b = [1, 2]
+        import os
+        os._exit(3)
+        after = 2
+    """, ["a", "b", "after"])
+    assert snap.ending == "exited_early"
+    assert snap.returncode == 3
+    assert snap.values == {"a": 1, "b": [1, 2]}
+
+
+def test_infinite_loop_is_interrupted_at_the_soft_limit_and_the_file_goes_on():
+    started = time.monotonic()
+    snap, _ = run("""
+        before = 1
+        while True:
+            pass
+        after = 2
+        try:
+            while True:
+                pass
+        except Exception:
+            caught = True
+        last = 3
+    """, ["before", "after", "caught", "last"])
+    elapsed = time.monotonic() - started
+    assert snap.ending == "completed" and snap.soft_limit_hit
+    assert statement_at(snap, 2).status == "timeout"
+    assert snap.values["before"] == 1 and snap.values["after"] == 2 and snap.values["last"] == 3
+    # the second loop ran only for the per-statement grace, and `except Exception` cannot swallow the interrupt
+    assert statement_at(snap, 5).status == "timeout" and "caught" not in snap.values
+    assert elapsed < FAST.soft_seconds + 3 * FAST.statement_grace_seconds + 2
+
+
+def test_loop_that_ignores_sigalrm_is_killed_at_the_wall_limit():
+    limits = Limits(wall_seconds=3, soft_seconds=1, statement_grace_seconds=1, cpu_seconds=20, output_keep_bytes=4096)
+    started = time.monotonic()
+    snap, raw = run("""
+        kept = 'yes'
+        import signal
+        signal.signal(signal.SIGALRM, signal.SIG_IGN)
+        while True:
+            pass
+        never = 1
+    """, ["kept", "never"], limits=limits)
+    elapsed = time.monotonic() - started
+    assert snap.ending == "killed_wall" and raw.killed_at_wall_limit
+    assert snap.values == {"kept": "yes"}
+    assert raw.returncode == -signal.SIGKILL
+    assert limits.wall_seconds <= elapsed < limits.wall_seconds + 3
+
+
+def test_huge_output_keeps_head_and_tail_and_counts_every_byte():
+    snap, _ = run("""
+        import sys
+        print('HEAD-MARK')
+        sys.stdout.write('x' * 20_000_000)
+        print('TAIL-MARK')
+        done = True
+    """, ["done"])
+    assert snap.values["done"] is True
+    assert snap.output_bytes == len("HEAD-MARK\n") + 20_000_000 + len("TAIL-MARK\n")
+    assert snap.output_head.startswith("HEAD-MARK\n")
+    assert snap.output_tail.endswith("TAIL-MARK\n")
+    kept = len(snap.output_head.encode()) + len(snap.output_tail.encode())
+    assert kept <= FAST.output_keep_bytes
+    assert kept >= FAST.output_keep_bytes - 2
+
+
+def test_syntax_error_late_in_the_file_runs_the_prefix():
+    snap, _ = run("""
+        a = 1
+        for i in range(3):
+            b = i
+        c = (
+        d = 4
+        e = 5
+    """, ["a", "b", "c", "d", "e"])
+    assert snap.syntax_error is not None
+    assert snap.syntax_error["line"] in (4, 5)
+    assert "SyntaxError" in snap.syntax_error["message"]
+    assert snap.values == {"a": 1, "b": 2}
+    assert snap.ending == "completed"
+
+
+def test_syntax_error_on_the_first_line_runs_nothing():
+    snap, _ = run("def (:\nx = 1\n", ["x"])
+    assert snap.syntax_error["line"] == 1 and snap.values == {} and snap.statements == []
+
+
+def test_memory_and_file_size_limits_fail_the_statement_not_the_run():
+    limits = Limits(wall_seconds=8, soft_seconds=3, statement_grace_seconds=1, cpu_seconds=20,
+                    memory_bytes=300 * 1024**2, file_size_bytes=1024**2, output_keep_bytes=4096)
+    snap, _ = run("""
+        hog = bytearray(1_000_000_000)
+        with open('big.bin', 'wb') as f:
+            f.write(b'0' * 3_000_000)
+        ok = 1
+    """, ["hog", "ok"], limits=limits)
+    assert statement_at(snap, 1).status == "error" and statement_at(snap, 1).error["type"] == "MemoryError"
+    assert statement_at(snap, 2).status == "error" and statement_at(snap, 2).error["type"] in ("OSError", "IOError")
+    assert snap.values == {"ok": 1}
+
+
+def test_garbage_on_the_data_channel_keeps_what_came_before():
+    snap, _ = run("""
+        a = 1
+        import os
+        os.write(3, b'\\x00\\x00\\x00\\x05hello')
+        b = 2
+    """, ["a", "b"])
+    assert snap.values.get("a") == 1
+    assert "b" not in snap.values
+    assert snap.channel_problem and "not JSON" in snap.channel_problem
+
+
+# ---- probes --------------------------------------------------------------------------------------------
+
+def test_probe_reruns_when_its_inputs_change_and_reports_errors():
+    snap, raw = run("""
+        n = 1
+        def f(k):
+            return k + 1
+        n = 5
+        unrelated = 0
+        def f(k):
+            raise ValueError('boom')
+    """, ["f", "n"], probes_source="""
+        def doubled(f, n):
+            return f(n) * 2
+
+        def _private(f):
+            return 'never called'
+    """)
+    frames = [frame for frame in raw.frames if frame["type"] == "probe"]
+    assert {frame["name"] for frame in frames} == {"doubled"}
+    values = [frame["value"]["v"] for frame in frames if "value" in frame]
+    assert values == [4, 12]                                     # after `def f`, after `n = 5`; not after `unrelated`
+    errors = [frame for frame in frames if "error" in frame]
+    assert errors and errors[0]["stmt"] == 4
+    assert "doubled" not in snap.probes
+    error = snap.probe_errors["doubled"]
+    assert error["type"] == "ValueError" and error["message"] == "boom" and error["line"] == 7
+
+
+def test_probe_waits_for_a_todo_and_survives_a_hang():
+    limits = Limits(wall_seconds=8, soft_seconds=1, statement_grace_seconds=1, cpu_seconds=20, output_keep_bytes=4096)
+    snap, _ = run("""
+        n = ...
+        n = 3
+        def g(k):
+            while True:
+                pass
+        done = 1
+    """, ["n", "g", "done"], limits=limits, probes_source="""
+        def square(n):
+            return n * n
+
+        def call(g, n):
+            return g(n)
+    """)
+    assert snap.probes["square"] == 9
+    assert snap.probe_errors["call"]["type"] == "SoftTimeLimit"
+    assert snap.values["done"] == 1 and snap.ending == "completed"
+
+
+def test_scenario_setup_runs_before_the_student_file():
+    snap, _ = run("""
+        import numpy as np
+        seen = int(np.random.default_rng(18).integers(1 << 30))
+        other = int(np.random.default_rng(5).integers(1 << 30))
+    """, ["seen", "other"], setup_source="""
+        def swap(lesson_seed, seed, **_):
+            import numpy as np
+            original = np.random.default_rng
+            np.random.default_rng = lambda s=None: original(seed if s == lesson_seed else s)
+    """, setup_calls=[("swap", {"lesson_seed": 18, "seed": 99})])
+    assert snap.values["seen"] == int(np.random.default_rng(99).integers(1 << 30))
+    assert snap.values["other"] == int(np.random.default_rng(5).integers(1 << 30))
+
+
+def test_setup_failure_is_reported():
+    snap, _ = run("a = 1\n", ["a"], setup_source="def broken(**_):\n    raise RuntimeError('no')\n",
+                  setup_calls=[("broken", {})])
+    assert snap.ending == "setup_failed" and "RuntimeError" in snap.setup_error and snap.values == {}
+
+
+# ---- isolation ------------------------------------------------------------------------------------------
+
+def test_child_does_not_see_the_parents_environment(monkeypatch):
+    monkeypatch.setenv("GRADER_TEST_SECRET", "s3cret-value")
+    snap, _ = run("""
+        import os
+        secret = os.environ.get('GRADER_TEST_SECRET')
+        environ = dict(os.environ)
+    """, ["secret", "environ"])
+    assert snap.values["secret"] is None
+    environ = snap.values["environ"]
+    assert "GRADER_TEST_SECRET" not in environ
+    assert not any("s3cret" in str(value) for value in environ.values())
+    assert environ.get("VIRTUAL_ENV") is None and "PYTHONPATH" not in environ
+
+
+def test_child_runs_in_a_fresh_temp_dir_that_is_deleted_afterwards():
+    snap, _ = run("""
+        import os
+        cwd = os.getcwd()
+        before = sorted(os.listdir('.'))
+        with open('scratch.txt', 'w') as f:
+            f.write('data')
+        home = os.environ['HOME']
+    """, ["cwd", "before", "home"])
+    cwd = snap.values["cwd"]
+    assert Path(cwd).name.startswith("grader-run-")
+    assert snap.values["home"] == cwd
+    assert "student.py" not in snap.values["before"]
+    assert not Path(cwd).exists()
+    second, _ = run("import os\ncwd = os.getcwd()\n", ["cwd"])
+    assert second.values["cwd"] != cwd
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (FileNotFoundError, ProcessLookupError, IndexError):
+        return False
+    return state not in ("Z", "X")
+
+
+def _group_members(pgid: int) -> list[int]:
+    members = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            except (OSError, IndexError):
+                continue
+            if int(fields[2]) == pgid and fields[0] not in ("Z", "X"):
+                members.append(int(entry.name))
+    return members
+
+
+def test_no_process_of_the_childs_group_survives_the_run():
+    snap, raw = run("""
+        import os, subprocess
+        sleeper = subprocess.Popen(['sleep', '60'])
+        pid = sleeper.pid
+        pgid = os.getpgid(0)
+        me = os.getpid()
+    """, ["pid", "pgid", "me"])
+    pid, pgid, me = snap.values["pid"], snap.values["pgid"], snap.values["me"]
+    assert pgid == me != os.getpgid(0)           # the child leads its own group, not the grader's
+    deadline = time.monotonic() + 3
+    while (_alive(pid) or _group_members(pgid)) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    try:
+        assert not _alive(pid)
+        assert _group_members(pgid) == []
+    finally:
+        if _alive(pid):
+            os.kill(pid, signal.SIGKILL)
+
+
+def test_a_grandchild_that_leaves_the_process_group_is_killed_too():
+    """DESIGN: 'the whole process tree killed at the end (a pid namespace or equivalent)'."""
+    snap, _ = run("""
+        import subprocess
+        escaper = subprocess.Popen(['sleep', '30'], start_new_session=True)
+        pid = escaper.pid
+    """, ["pid"])
+    pid = snap.values["pid"]
+    deadline = time.monotonic() + 3
+    while _alive(pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    try:
+        assert not _alive(pid), "a process started with setsid() outlived the sandbox"
+    finally:
+        if _alive(pid):
+            os.kill(pid, signal.SIGKILL)
+
+
+def test_isolation_is_described_in_every_run():
+    snap, raw = run("a = 1\n", ["a"])
+    assert raw.isolation and snap.isolation == raw.isolation
