@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .sandbox import Limits
+from .sandbox_limits import Limits
 
 VISIBILITIES = ("visible", "hidden", "after_published")
 

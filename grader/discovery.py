@@ -136,15 +136,20 @@ def _stem(path: Path) -> str:
 
 def _make_ids_unique(submissions: list[Submission]) -> None:
     """Ids name output files: make them file-name safe, then unique (`alice.py` and `alice/` both exist)."""
-    seen: dict[str, int] = {}
     for submission in submissions:
         submission.id = safe_filename(submission.id)
+    taken: set[str] = set()
+    for submission in submissions:
         base = submission.id
-        count = seen.get(base, 0)
-        seen[base] = count + 1
-        if count:
-            submission.id = f"{base}-{count + 1}"
+        if base in taken:
+            # a new id must not collide with a real one either (alice/, alice.py and alice-2.py together)
+            all_ids = {s.id for s in submissions}
+            number = 2
+            while f"{base}-{number}" in taken or f"{base}-{number}" in all_ids:
+                number += 1
+            submission.id = f"{base}-{number}"
             submission.notes.append(f"Another entry is also called {base}; this one is recorded as {submission.id}.")
+        taken.add(submission.id)
 
 
 def safe_filename(submission_id: str) -> str:

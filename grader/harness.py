@@ -122,9 +122,9 @@ class Encoder:
             import numpy as np
 
             if isinstance(value, (int, float, complex)) or hasattr(type(value), "__array__") or isinstance(value, np.generic):
-                array = np.array(np.asarray(value), copy=True)
+                array = np.array(np.asarray(value), copy=True, order="C")
                 if array.dtype.kind in "biufc":
-                    return np.ascontiguousarray(array)
+                    return array
         except BaseException:  # a hostile __array__ must not stop the harness
             return None
         return None
@@ -187,21 +187,26 @@ class Timer:
         self.deadline = time.monotonic() + soft_seconds
         self.grace = grace_seconds
         self.expired = False
+        self.active = False
         signal.signal(signal.SIGALRM, self._fire)
 
     def _fire(self, signum, frame):
-        self.expired = True
-        raise SoftTimeLimit()
+        if self.active:  # a signal landing after disarm() began must not escape into harness code
+            self.active = False
+            self.expired = True
+            raise SoftTimeLimit()
 
-    def arm(self):
-        budget = self.deadline - time.monotonic()
+    def arm(self, seconds=None):
+        """Arm for the rest of the soft budget (or `seconds`); once it is spent, each call gets the grace."""
+        budget = self.deadline - time.monotonic() if seconds is None else seconds
         if budget <= 0:
             self.expired = True
             budget = self.grace
+        self.active = True
         signal.setitimer(signal.ITIMER_REAL, max(budget, 0.01))
 
-    @staticmethod
-    def disarm():
+    def disarm(self):
+        self.active = False
         signal.setitimer(signal.ITIMER_REAL, 0)
 
 
@@ -260,7 +265,11 @@ class Harness:
     def stream_values(self, index):
         for name in self.contract:
             if name in self.namespace:
-                encoded = encode_value(self.namespace[name], self.max_value_bytes)
+                self.timer.arm(self.timer.grace)  # a student __repr__/__array__ that never returns
+                try:
+                    encoded = encode_value(self.namespace[name], self.max_value_bytes)
+                finally:
+                    self.timer.disarm()
                 digest = hashlib.sha256(json.dumps(encoded, sort_keys=True).encode()).hexdigest()
                 if self.sent.get(name) != digest:
                     self.sent[name] = digest
@@ -283,7 +292,9 @@ class Harness:
             def call():
                 try:
                     return function(*args), None
-                except Exception as error:  # the student's function failed under the probe
+                except SoftTimeLimit:
+                    raise
+                except BaseException as error:  # the student's function failed (even sys.exit) under the probe
                     return None, format_error(error, self.filename)
 
             outcome, error, timed_out = self.guarded(call)

@@ -5,7 +5,8 @@ from __future__ import annotations
 import secrets
 
 from .assignment import Assignment, Scenario
-from .sandbox import Isolation, RawRun, run_job
+from .isolation import Isolation
+from .sandbox import RawRun, run_job
 from .snapshot import Snapshot, build_snapshot
 
 

@@ -6,8 +6,8 @@ before handing it the job, then pumps two pipes without blocking: the combined s
 head and a tail are kept, however much is written) and the data channel (length-prefixed JSON frames,
 size-capped). The whole process group is killed at the hard wall-clock limit and again at the end.
 
-`Isolation` is the seam for stronger sandboxes (namespaces, another uid): it wraps the command line
-and describes itself, and every result records that description.
+`grader.isolation` chooses how the child is isolated (a pid namespace where possible) and wraps the
+command line; every result records its description.
 """
 
 from __future__ import annotations
@@ -26,41 +26,12 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .isolation import Isolation, strongest_available
+from .sandbox_limits import Limits
+
 HARNESS_PATH = Path(__file__).with_name("harness.py")
 CHANNEL_FD = 3
 MAX_FRAME_BYTES = 8 * 1024 * 1024
-
-
-@dataclass(frozen=True)
-class Limits:
-    wall_seconds: float = 30
-    soft_seconds: float = 20
-    statement_grace_seconds: float = 2
-    cpu_seconds: int = 60
-    memory_bytes: int = 2 * 1024**3
-    file_size_bytes: int = 64 * 1024**2
-    max_processes: int = 256
-    output_keep_bytes: int = 1024**2
-    channel_max_bytes: int = 32 * 1024**2
-    value_max_bytes: int = 1024**2
-
-    @classmethod
-    def from_config(cls, table: dict) -> "Limits":
-        known = {name: table[name] for name in cls.__dataclass_fields__ if name in table}
-        return cls(**known)
-
-
-class Isolation:
-    """Process-group isolation: private temp dir, scrubbed environment, rlimits, kill the group at the end."""
-
-    name = "process group + rlimits (no namespaces)"
-
-    def wrap(self, argv: list[str], workdir: Path) -> list[str]:
-        return argv
-
-    def describe(self) -> str:
-        note = "" if os.geteuid() != 0 else "; running as root, so the process limit is not enforced"
-        return f"{self.name}{note}"
 
 
 @dataclass
@@ -175,7 +146,7 @@ def kill_group(pgid: int) -> None:
 
 def run_job(job: dict, limits: Limits, isolation: Isolation | None = None, python: str = sys.executable) -> RawRun:
     """Run one harness job under `limits`; always returns, whatever the child does."""
-    isolation = isolation or Isolation()
+    isolation = isolation or strongest_available()
     workdir = Path(tempfile.mkdtemp(prefix="grader-run-"))
     started = time.monotonic()
     read_fd, write_fd = os.pipe()
@@ -183,7 +154,7 @@ def run_job(job: dict, limits: Limits, isolation: Isolation | None = None, pytho
     process = None
     try:
         shutil.copy(HARNESS_PATH, workdir / "_grader_harness.py")
-        argv = isolation.wrap([python, "-I", "-B", "_grader_harness.py"], workdir)
+        argv = isolation.command([python, "-I", "-B", "_grader_harness.py"], limits)
         process = subprocess.Popen(
             argv,
             stdin=subprocess.PIPE,
@@ -196,7 +167,8 @@ def run_job(job: dict, limits: Limits, isolation: Isolation | None = None, pytho
         )
         os.close(write_fd)
         channel_fd, write_fd = write_fd, -1
-        apply_limits(process.pid, limits)
+        if isolation.limits_need_pid:
+            apply_limits(process.pid, limits)
         _send_job(process, {**job, "channel_fd": channel_fd})
         _pump(process, read_fd, limits, raw, started)
     finally:

@@ -66,12 +66,16 @@ def decode(encoded: Any, depth: int = 0) -> Any:
         items = encoded.get("items")
         if not isinstance(items, list):
             return Opaque("invalid", tag)
+        if _int(encoded.get("length")) > len(items):
+            return Opaque("too_large", tag)
         values = [decode(item, depth + 1) for item in items]
         return values if tag == "list" else tuple(values)
     if tag == "dict":
         items = encoded.get("items")
         if not isinstance(items, list):
             return Opaque("invalid", "dict")
+        if _int(encoded.get("length")) > len(items):
+            return Opaque("too_large", "dict")
         return {str(pair[0]): decode(pair[1], depth + 1) for pair in items if isinstance(pair, list) and len(pair) == 2}
     if tag == "array":
         return decode_array(encoded)
@@ -149,36 +153,50 @@ def build_snapshot(raw: RawRun, scenario: str, seed: int | None) -> Snapshot:
                     channel_problem=raw.channel_problem, seconds=raw.seconds, isolation=raw.isolation)
     done = None
     for frame in raw.frames:
-        kind = frame.get("type")
-        if kind == "value" and isinstance(frame.get("name"), str):
-            name, index = frame["name"], _int(frame.get("stmt"))
-            if frame.get("deleted"):
-                snap.values.pop(name, None)
-                snap.history.setdefault(name, []).append((index, None))
-                continue
-            value = decode(frame.get("value"))
-            snap.values[name] = value
-            snap.history.setdefault(name, []).append((index, value))
-        elif kind == "probe" and isinstance(frame.get("name"), str):
-            name = frame["name"]
-            if isinstance(frame.get("error"), dict):
-                snap.probe_errors[name] = _error(frame["error"])
-                snap.probes.pop(name, None)
-            else:
-                snap.probes[name] = decode(frame.get("value"))
-                snap.probe_errors.pop(name, None)
-        elif kind == "statement":
-            snap.statements.append(Statement(
-                index=_int(frame.get("index")), line=_int(frame.get("line")), end_line=_int(frame.get("end_line")),
-                assigns=[str(n) for n in frame.get("assigns", []) if isinstance(n, str)][:200],
-                status=str(frame.get("status")), seconds=_float(frame.get("seconds")),
-                error=_error(frame["error"]) if isinstance(frame.get("error"), dict) else None))
-        elif kind == "syntax_error":
-            snap.syntax_error = {"line": _int(frame.get("line")), "message": str(frame.get("message", ""))[:500]}
-        elif kind == "setup_error":
-            snap.setup_error = str(frame.get("message", ""))[:500]
-        elif kind == "done":
-            done = frame
+        try:
+            done = _apply_frame(snap, frame) or done
+        except (TypeError, ValueError, AttributeError, KeyError, IndexError, RecursionError):
+            snap.channel_problem = snap.channel_problem or "the data channel carried a malformed frame; it was ignored"
+    _set_ending(snap, raw, done)
+    return snap
+
+
+def _apply_frame(snap: Snapshot, frame: dict) -> dict | None:
+    """Fold one frame into the snapshot; returns the frame if it is the final `done` one."""
+    kind = frame.get("type")
+    if kind == "value" and isinstance(frame.get("name"), str):
+        name, index = frame["name"], _int(frame.get("stmt"))
+        if frame.get("deleted"):
+            snap.values.pop(name, None)
+            snap.history.setdefault(name, []).append((index, None))
+            return None
+        value = decode(frame.get("value"))
+        snap.values[name] = value
+        snap.history.setdefault(name, []).append((index, value))
+    elif kind == "probe" and isinstance(frame.get("name"), str):
+        name = frame["name"]
+        if isinstance(frame.get("error"), dict):
+            snap.probe_errors[name] = _error(frame["error"])
+            snap.probes.pop(name, None)
+        else:
+            snap.probes[name] = decode(frame.get("value"))
+            snap.probe_errors.pop(name, None)
+    elif kind == "statement":
+        snap.statements.append(Statement(
+            index=_int(frame.get("index")), line=_int(frame.get("line")), end_line=_int(frame.get("end_line")),
+            assigns=[n for n in _list(frame.get("assigns")) if isinstance(n, str)][:200],
+            status=str(frame.get("status")), seconds=_float(frame.get("seconds")),
+            error=_error(frame["error"]) if isinstance(frame.get("error"), dict) else None))
+    elif kind == "syntax_error":
+        snap.syntax_error = {"line": _int(frame.get("line")), "message": str(frame.get("message", ""))[:500]}
+    elif kind == "setup_error":
+        snap.setup_error = str(frame.get("message", ""))[:500]
+    elif kind == "done":
+        return frame
+    return None
+
+
+def _set_ending(snap: Snapshot, raw: RawRun, done: dict | None) -> None:
     if raw.killed_at_wall_limit:
         snap.ending = "killed_wall"
     elif done is not None:
@@ -189,7 +207,10 @@ def build_snapshot(raw: RawRun, scenario: str, seed: int | None) -> Snapshot:
     else:
         snap.ending = "exited_early"
     snap.soft_limit_hit = snap.soft_limit_hit or any(s.status == "timeout" for s in snap.statements)
-    return snap
+
+
+def _list(value: Any) -> list:
+    return value if isinstance(value, list) else []
 
 
 def _int(value: Any) -> int:

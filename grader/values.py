@@ -49,10 +49,19 @@ def as_number(value: Any, label: str) -> float:
     raise AssertionError(f"{label} should be a single real number; found {describe(value)}.")
 
 
+def _is_real_scalar(value: Any) -> bool:
+    """A Python number or a one-element real array (how a list of NumPy scalars decodes)."""
+    if isinstance(value, bool):
+        return False
+    if isinstance(value, (int, float)):
+        return True
+    return isinstance(value, np.ndarray) and value.size == 1 and value.dtype.kind != "c"
+
+
 def as_vector(value: Any, label: str, length: int | None = None) -> np.ndarray:
     """A real 1-D float64 vector (from an array or a list of numbers), optionally of a given length."""
-    if isinstance(value, (list, tuple)) and value and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in value):
-        value = np.asarray(value, dtype=np.float64)
+    if isinstance(value, (list, tuple)) and value and all(_is_real_scalar(v) for v in value):
+        value = np.asarray([float(np.reshape(v, ())) for v in value], dtype=np.float64)
     if not isinstance(value, np.ndarray) or value.dtype.kind == "c":
         raise AssertionError(f"{label} should be a real vector; found {describe(value)}.")
     if value.ndim != 1 or (length is not None and value.shape != (length,)):

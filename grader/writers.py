@@ -12,6 +12,9 @@ from pathlib import Path
 from .discovery import safe_filename
 
 
+STUDENT_VISIBLE = ("visible", "after_published")
+
+
 def atomic_write(path: Path, text: str) -> None:
     """Write to a temp file in the same folder, then rename: a reader never sees a torn file."""
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -36,7 +39,7 @@ def result_path(out: Path, submission_id: str) -> Path:
 
 def write_result(out: Path, record: dict) -> None:
     atomic_write(result_path(out, record["submission"]), json.dumps(record, indent=2, allow_nan=False, default=str) + "\n")
-    atomic_write(out / f"{safe_filename(record['submission'])}.feedback.md", feedback_markdown(record))
+    atomic_write(out / f"{safe_filename(record['submission'])}.feedback.md", feedback_markdown(record, STUDENT_VISIBLE))
 
 
 def grades_csv(records: list[dict], groups: list[str]) -> str:
@@ -56,8 +59,10 @@ def _num(value: float) -> str:
     return f"{value:g}"
 
 
-def feedback_markdown(record: dict, visibilities: tuple[str, ...] = ("visible", "hidden", "after_published")) -> str:
-    """The student's report: score, per-group table, each check's feedback, run notes, output head/tail."""
+def feedback_markdown(record: dict, visibilities: tuple[str, ...] = STUDENT_VISIBLE) -> str:
+    """The student's report: score, per-group table, each check's feedback, run notes, output head/tail.
+
+    Hidden checks are left out (the file is handed to students once grades are released)."""
     lines = [f"# Feedback: {record.get('title', record.get('assignment', ''))}", "",
              f"Submission `{record['submission']}` ({record['file']}): **{record['score']:g} / {record['max_score']:g}**", ""]
     if record["status"] == "error":

@@ -28,7 +28,7 @@ def job(source: str, contract, probes_source: str = "", setup_source: str = "", 
         "source": textwrap.dedent(source).lstrip("\n"),
         "filename": "student.py",
         "contract": list(contract),
-        "setup_source": setup_source,
+        "setup_source": textwrap.dedent(setup_source),
         "setup_calls": [list(call) for call in setup_calls],
         "probes_source": textwrap.dedent(probes_source),
         "soft_seconds": limits.soft_seconds,
@@ -80,7 +80,7 @@ def test_values_are_streamed_per_statement_and_decoded():
     assert type(v["arr"]) is np.ndarray and v["arr"].dtype == np.float64 and v["arr"].shape == (2, 3)
     assert np.array_equal(v["arr"], np.arange(6).reshape(2, 3))
     assert type(v["ints"]) is np.ndarray and v["ints"].dtype == np.float64 and v["ints"].tolist() == [1, 2, 3]
-    assert np.asarray(v["scalar"]).shape == () and float(v["scalar"]) == 0.25
+    assert np.asarray(v["scalar"]).size == 1 and np.asarray(v["scalar"]).item() == 0.25
     assert isinstance(v["f"], Opaque) and v["f"].kind == "callable"
     assert isinstance(v["e"], Opaque) and v["e"].kind == "todo"
     assert float(v["big"]) == 2.0**80
@@ -114,10 +114,26 @@ def test_lying_objects_decode_to_their_real_numbers():
     assert lie.tolist() == [1.0, 2.0, 3.0]
     assert not np.any(lie == np.array([9.0, 9.0, 9.0]))
     sly = snap.values["sly"]
-    assert type(sly) in (float, np.ndarray) and float(sly) == 2.5
-    assert not (sly == 3.0)
+    assert type(sly) in (float, np.ndarray) and np.asarray(sly).size == 1 and np.asarray(sly).item() == 2.5
+    assert not np.any(sly == 3.0)
     count = snap.values["count"]
-    assert type(count) in (int, float, np.ndarray) and float(count) == 9.0 and not (count == 10)
+    assert type(count) in (int, float, np.ndarray) and np.asarray(count).item() == 9.0 and not np.any(count == 10)
+
+
+def test_scalars_keep_their_shape():
+    """A NumPy scalar, a 0-d array and a float subclass are single numbers: they must not arrive as shape (1,)."""
+    snap, _ = run("""
+        import numpy as np
+        scalar = np.float32(0.25)
+        zero_d = np.array(1.5)
+        class Float(float):
+            pass
+        sub = Float(2.5)
+    """, ["scalar", "zero_d", "sub"])
+    for name, expected in (("scalar", 0.25), ("zero_d", 1.5), ("sub", 2.5)):
+        value = snap.values[name]
+        assert np.shape(value) == (), (name, value)
+        assert float(value) == expected
 
 
 def test_huge_value_is_marked_too_large_not_streamed():
@@ -272,13 +288,40 @@ def test_memory_and_file_size_limits_fail_the_statement_not_the_run():
 def test_garbage_on_the_data_channel_keeps_what_came_before():
     snap, _ = run("""
         a = 1
-        import os
-        os.write(3, b'\\x00\\x00\\x00\\x05hello')
+        import os, stat, fcntl
+        def writable_pipes():
+            for fd in map(int, os.listdir('/proc/self/fd')):
+                try:
+                    if fd > 2 and stat.S_ISFIFO(os.fstat(fd).st_mode) and fcntl.fcntl(fd, fcntl.F_GETFL) & os.O_ACCMODE == os.O_WRONLY:
+                        yield fd
+                except OSError:
+                    pass
+        channels = list(writable_pipes())
+        for fd in channels: os.write(fd, b'\\x00\\x00\\x00\\x05hello')
         b = 2
-    """, ["a", "b"])
+    """, ["a", "channels", "b"])
     assert snap.values.get("a") == 1
+    assert len(snap.values["channels"]) == 1      # the harness's channel, found the way a student could
     assert "b" not in snap.values
     assert snap.channel_problem and "not JSON" in snap.channel_problem
+
+
+@pytest.mark.parametrize("frame", [
+    {"type": "statement", "index": 0, "line": 1, "assigns": None, "status": "ok"},
+    {"type": "statement", "index": 0, "line": 1, "assigns": 5, "status": "ok"},
+    {"type": "statement", "index": "0", "line": [1], "assigns": ["a", 3], "status": {"x": 1}, "error": "boom"},
+    {"type": "value", "name": "a", "stmt": 0, "value": {"t": "list", "items": [{"t": "array", "npy": "!!"}]}},
+    {"type": "value", "name": "a", "stmt": 0},
+    {"type": "probe", "name": "p", "error": {"type": {"a": 1}, "line": "x"}},
+    {"type": "done", "kind": "completed", "code": [1], "line": "two"},
+])
+def test_malformed_frames_never_crash_the_parent(frame):
+    """The child (student code can write to the channel) is trusted for nothing beyond the schema."""
+    from grader.sandbox import RawRun
+
+    good = {"type": "value", "name": "kept", "stmt": 0, "value": {"t": "int", "v": 1}}
+    snap = build_snapshot(RawRun(frames=[good, frame]), "baseline", 18)
+    assert snap.values["kept"] == 1
 
 
 # ---- probes --------------------------------------------------------------------------------------------
@@ -312,7 +355,7 @@ def test_probe_reruns_when_its_inputs_change_and_reports_errors():
 
 def test_probe_waits_for_a_todo_and_survives_a_hang():
     limits = Limits(wall_seconds=8, soft_seconds=1, statement_grace_seconds=1, cpu_seconds=20, output_keep_bytes=4096)
-    snap, _ = run("""
+    snap, raw = run("""
         n = ...
         n = 3
         def g(k):
@@ -327,8 +370,43 @@ def test_probe_waits_for_a_todo_and_survives_a_hang():
             return g(n)
     """)
     assert snap.probes["square"] == 9
+    square = [frame for frame in raw.frames if frame["type"] == "probe" and frame["name"] == "square"]
+    assert square[0]["stmt"] == 1 and "value" in square[0]      # not called while `n` was still `...`
     assert snap.probe_errors["call"]["type"] == "SoftTimeLimit"
     assert snap.values["done"] == 1 and snap.ending == "completed"
+
+
+def test_sys_exit_inside_a_probed_function_does_not_end_the_file():
+    """A probe is the grader calling the student's function: its SystemExit is that probe's error, not the script's exit."""
+    snap, _ = run("""
+        n = 1
+        def f(k):
+            import sys
+            sys.exit(0)
+        after = 2
+    """, ["f", "n", "after"], probes_source="""
+        def call(f, n):
+            return f(n)
+    """)
+    assert snap.values.get("after") == 2
+    assert snap.ending == "completed"
+    assert "call" in snap.probe_errors and "call" not in snap.probes
+
+
+def test_a_value_whose_repr_never_returns_does_not_stall_the_run():
+    """Encoding a contract value runs student code (__repr__): it must be bounded like a statement, not only by the wall."""
+    limits = Limits(wall_seconds=5, soft_seconds=1, statement_grace_seconds=1, cpu_seconds=20, output_keep_bytes=4096)
+    snap, _ = run("""
+        class Evil:
+            def __repr__(self):
+                while True:
+                    pass
+        x = Evil()
+        after = 2
+    """, ["x", "after"], limits=limits)
+    assert snap.ending == "completed"
+    assert snap.values.get("after") == 2
+    assert isinstance(snap.values.get("x"), Opaque)
 
 
 def test_scenario_setup_runs_before_the_student_file():
@@ -386,64 +464,69 @@ def test_child_runs_in_a_fresh_temp_dir_that_is_deleted_afterwards():
     assert second.values["cwd"] != cwd
 
 
-def _alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except (FileNotFoundError, ProcessLookupError, IndexError):
-        return False
-    return state not in ("Z", "X")
+@pytest.mark.xfail(strict=True, reason="known gap, scheduled in the hardening issue (#4): no mount namespace yet, "
+                   "so student code can still read the project checkout. Strict: this fails once that lands.")
+def test_instructor_files_are_invisible_to_the_child():
+    """DESIGN: 'instructor files invisible'. The reference solution must not be readable from student code."""
+    from grader.assignment import find_root
+
+    solution = find_root() / "solutions" / "performance-05.py"
+    assert solution.is_file()
+    snap, _ = run(f"""
+        try:
+            leaked = open({str(solution)!r}).read()[:200]
+        except OSError as error:
+            leaked = None
+    """, ["leaked"])
+    assert "leaked" in snap.values
+    assert snap.values["leaked"] is None, "student code read the reference solution"
 
 
-def _group_members(pgid: int) -> list[int]:
-    members = []
+def _processes_with(token: str) -> list[int]:
+    """Host pids of live processes whose command line contains `token` (pids inside a namespace differ)."""
+    found = []
     for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-            except (OSError, IndexError):
-                continue
-            if int(fields[2]) == pgid and fields[0] not in ("Z", "X"):
-                members.append(int(entry.name))
-    return members
+        if not entry.name.isdigit():
+            continue
+        try:
+            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
+        except (OSError, IndexError):
+            continue
+        if token in cmdline and state not in ("Z", "X"):
+            found.append(int(entry.name))
+    return found
 
 
-def test_no_process_of_the_childs_group_survives_the_run():
-    snap, raw = run("""
-        import os, subprocess
-        sleeper = subprocess.Popen(['sleep', '60'])
-        pid = sleeper.pid
-        pgid = os.getpgid(0)
-        me = os.getpid()
-    """, ["pid", "pgid", "me"])
-    pid, pgid, me = snap.values["pid"], snap.values["pgid"], snap.values["me"]
-    assert pgid == me != os.getpgid(0)           # the child leads its own group, not the grader's
+def _assert_none_left(token: str) -> None:
     deadline = time.monotonic() + 3
-    while (_alive(pid) or _group_members(pgid)) and time.monotonic() < deadline:
+    while _processes_with(token) and time.monotonic() < deadline:
         time.sleep(0.05)
-    try:
-        assert not _alive(pid)
-        assert _group_members(pgid) == []
-    finally:
-        if _alive(pid):
-            os.kill(pid, signal.SIGKILL)
+    left = _processes_with(token)
+    for pid in left:  # never leave strays behind, even when the assertion fails
+        os.kill(pid, signal.SIGKILL)
+    assert left == [], f"processes outlived the sandbox: {left}"
+
+
+def test_no_process_the_child_started_survives_the_run():
+    snap, raw = run("""
+        import subprocess
+        sleeper = subprocess.Popen(['sleep', '61.0417'])
+        started = 1
+    """, ["started"])
+    assert snap.values["started"] == 1 and raw.returncode is not None
+    _assert_none_left("61.0417")
 
 
 def test_a_grandchild_that_leaves_the_process_group_is_killed_too():
     """DESIGN: 'the whole process tree killed at the end (a pid namespace or equivalent)'."""
     snap, _ = run("""
         import subprocess
-        escaper = subprocess.Popen(['sleep', '30'], start_new_session=True)
-        pid = escaper.pid
-    """, ["pid"])
-    pid = snap.values["pid"]
-    deadline = time.monotonic() + 3
-    while _alive(pid) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    try:
-        assert not _alive(pid), "a process started with setsid() outlived the sandbox"
-    finally:
-        if _alive(pid):
-            os.kill(pid, signal.SIGKILL)
+        escaper = subprocess.Popen(['sleep', '62.0417'], start_new_session=True)
+        started = 1
+    """, ["started"])
+    assert snap.values["started"] == 1
+    _assert_none_left("62.0417")
 
 
 def test_isolation_is_described_in_every_run():

@@ -225,6 +225,7 @@ def finite_is_central_difference(run, oracle, settings):
     finite = as_number(run["finite"], "`finite`")
     eps = as_number(run["eps"], "`eps`")
     assert math.isfinite(eps) and eps > 0, f"`eps` should be a positive step; found {eps!r}."
+    assert math.isfinite(finite), f"`finite` is {finite!r}; a central difference of a finite objective is a finite number."
     ones = oracle.ones
     estimates = oracle.differences(ones, eps)
     f_scale = abs(oracle.value) + float(np.sum(np.abs(oracle.gradient))) * (float(np.max(np.abs(oracle.x))) + eps)

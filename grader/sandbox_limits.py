@@ -1,0 +1,24 @@
+"""Per-run resource limits, read from an assignment's [limits] table."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Limits:
+    wall_seconds: float = 30
+    soft_seconds: float = 20
+    statement_grace_seconds: float = 2
+    cpu_seconds: int = 60
+    memory_bytes: int = 2 * 1024**3
+    file_size_bytes: int = 64 * 1024**2
+    max_processes: int = 256
+    output_keep_bytes: int = 1024**2
+    channel_max_bytes: int = 32 * 1024**2
+    value_max_bytes: int = 1024**2
+
+    @classmethod
+    def from_config(cls, table: dict) -> "Limits":
+        known = {name: table[name] for name in cls.__dataclass_fields__ if name in table}
+        return cls(**known)

@@ -1,0 +1,1 @@
+print('scratch work, not part of the submission')

@@ -1,0 +1,223 @@
+"""Writers (atomic files, grade CSV, Markdown feedback) and the batch's re-run logic, without any JAX run."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from pathlib import Path
+
+import pytest
+
+from grader import assignment as assignment_module
+from grader import batch, reference
+from grader.harness import encode_value
+from grader.writers import atomic_write, feedback_markdown, grades_csv, write_result
+
+GROUPS = ["runs", "gradients", "hvp"]
+
+
+def record(submission="alice", score=7.5, status="graded", checks=None, messages=None, **extra):
+    checks = checks if checks is not None else [
+        {"id": "runs.no_errors", "group": "runs", "score": 3.0, "max_score": 3.0, "visibility": "visible",
+         "feedback": "Every top-level statement ran without an error."},
+        {"id": "gradients.cotangent", "group": "gradients", "score": 0.0, "max_score": 3.0, "visibility": "visible",
+         "feedback": "`cotangent` does not match.\nCheck the loop."},
+        {"id": "hvp.secret", "group": "hvp", "score": 4.5, "max_score": 9.0, "visibility": "hidden",
+         "feedback": "HIDDEN-FEEDBACK"},
+        {"id": "hvp.later", "group": "hvp", "score": 0.0, "max_score": 5.0, "visibility": "after_published",
+         "feedback": "LATER-FEEDBACK"},
+    ]
+    return {"submission": submission, "file": f"{submission}.py", "assignment": "performance-05", "title": "Memory",
+            "status": status, "score": score, "max_score": 20.0,
+            "groups": {"runs": {"score": 3.0, "max_score": 3.0}, "gradients": {"score": 0.0, "max_score": 3.0},
+                       "hvp": {"score": 4.5, "max_score": 14.0}},
+            "checks": checks, "messages": messages if messages is not None else [], **extra}
+
+
+# ---- atomic_write ------------------------------------------------------------------------------------
+
+def test_atomic_write_creates_replaces_and_leaves_no_temp_files(tmp_path):
+    target = tmp_path / "deep" / "er" / "result.json"
+    atomic_write(target, "first\n")
+    assert target.read_text() == "first\n"
+    atomic_write(target, "second ünïcode\r\n")
+    assert target.read_bytes() == "second ünïcode\r\n".encode("utf-8")   # no newline translation
+    assert sorted(p.name for p in target.parent.iterdir()) == ["result.json"]
+
+
+def test_atomic_write_failure_keeps_the_old_file_and_no_temp(tmp_path):
+    target = tmp_path / "result.json"
+    atomic_write(target, "good")
+    with pytest.raises(UnicodeEncodeError):
+        atomic_write(target, "bad \ud800 surrogate")
+    assert target.read_text() == "good"
+    assert [p.name for p in tmp_path.iterdir()] == ["result.json"]
+
+
+def test_write_result_writes_json_and_feedback(tmp_path):
+    write_result(tmp_path, record(submission="bob smith"))
+    files = sorted(p.name for p in tmp_path.iterdir())
+    assert files == ["bob_smith.feedback.md", "bob_smith.json"]
+    loaded = json.loads((tmp_path / "bob_smith.json").read_text())
+    assert loaded["submission"] == "bob smith" and loaded["score"] == 7.5
+    assert "runs.no_errors" in (tmp_path / "bob_smith.feedback.md").read_text()
+
+
+def test_student_feedback_file_leaves_out_hidden_checks(tmp_path):
+    """`<id>.feedback.md` is the student's report (README): a `hidden` check's feedback must not be in it."""
+    write_result(tmp_path, record(submission="carol"))
+    text = (tmp_path / "carol.feedback.md").read_text()
+    assert "runs.no_errors" in text
+    assert "HIDDEN-FEEDBACK" not in text and "hvp.secret" not in text
+    assert "HIDDEN-FEEDBACK" in (tmp_path / "carol.json").read_text()     # the instructor's record keeps it
+
+
+# ---- grades.csv ------------------------------------------------------------------------------------------
+
+def test_grades_csv_round_trips_through_the_csv_module():
+    records = [record("zed", score=20.0), record('o"brien, jr', score=7.5), record("amy", score=0.0, status="error"),
+               record("third", score=20.0 / 3)]
+    text = grades_csv(records, GROUPS)
+    rows = list(csv.reader(io.StringIO(text)))
+    assert rows[0] == ["submission", *GROUPS, "total", "max_score", "percent", "status"]
+    assert [row[0] for row in rows[1:]] == ["amy", 'o"brien, jr', "third", "zed"]
+    parsed = {row["submission"]: row for row in csv.DictReader(io.StringIO(text))}
+    assert len(parsed) == 4
+    zed = parsed["zed"]
+    assert float(zed["total"]) == 20.0 and float(zed["max_score"]) == 20.0 and float(zed["percent"]) == 100.0
+    assert zed["status"] == "graded"
+    assert float(zed["runs"]) == 3.0 and float(zed["gradients"]) == 0.0 and float(zed["hvp"]) == 4.5
+    assert float(parsed['o"brien, jr']["percent"]) == 37.5
+    assert parsed["amy"]["status"] == "error" and float(parsed["amy"]["total"]) == 0.0
+    assert float(parsed["third"]["total"]) == pytest.approx(20.0 / 3, rel=1e-5)
+    assert float(parsed["third"]["percent"]) == pytest.approx(100.0 / 3, abs=0.01)
+
+
+def test_grades_csv_missing_group_and_zero_max():
+    rec = record("solo")
+    del rec["groups"]["hvp"]
+    rec["max_score"] = 0.0
+    rows = list(csv.DictReader(io.StringIO(grades_csv([rec], GROUPS))))
+    assert float(rows[0]["hvp"]) == 0.0 and float(rows[0]["percent"]) == 0.0
+    assert grades_csv([], GROUPS).splitlines() == [",".join(["submission", *GROUPS, "total", "max_score", "percent", "status"])]
+
+
+# ---- feedback ----------------------------------------------------------------------------------------------
+
+def test_feedback_markdown_lists_each_visible_check():
+    rec = record(messages=["In the variant run, your file called sys.exit(1)."],
+                 output={"head": "HEAD-OUT", "tail": "TAIL-OUT", "omitted_bytes": 123})
+    text = feedback_markdown(rec, visibilities=("visible",))
+    for check in rec["checks"]:
+        if check["visibility"] == "visible":
+            assert check["id"] in text and check["feedback"].splitlines()[0] in text
+    assert "HIDDEN-FEEDBACK" not in text and "hvp.secret" not in text and "LATER-FEEDBACK" not in text
+    assert "**PASS** `runs.no_errors`" in text and "**FAIL** `gradients.cotangent`" in text
+    assert "\n  Check the loop." in text                      # a multi-line message stays inside its bullet
+    assert "7.5 / 20" in text and "| runs | 3 / 3 |" in text
+    assert "sys.exit(1)" in text and "HEAD-OUT" in text and "TAIL-OUT" in text and "123 bytes omitted" in text
+
+
+def test_feedback_markdown_partial_and_error_records():
+    text = feedback_markdown(record(), visibilities=("visible", "hidden", "after_published"))
+    assert "**PARTIAL** `hvp.secret`" in text
+    assert "hvp.secret" not in feedback_markdown(record())   # the default is what a student may see
+    error = record(status="error", score=0.0, messages=["erin.py is empty."],
+                   checks=[{"id": "runs.no_errors", "group": "runs", "score": 0.0, "max_score": 3.0,
+                            "visibility": "visible", "feedback": "Not graded: erin.py is empty."}])
+    text = feedback_markdown(error)
+    assert "could not be graded: erin.py is empty." in text and "**FAIL** `runs.no_errors`" in text
+
+
+# ---- batch re-runs ------------------------------------------------------------------------------------------
+
+FACTS = {"reports": [["f32[16,16] from a constant"] * 9, ["f32[16] from the argument v"] * 6],
+         "memory": [{"argument_size_in_bytes": 64, "output_size_in_bytes": 64, "temp_size_in_bytes": 256,
+                     "alias_size_in_bytes": 0}] * 2}
+
+
+@pytest.fixture(scope="module")
+def assignment():
+    return assignment_module.load("performance-05")
+
+
+@pytest.fixture
+def no_jax(monkeypatch, assignment):
+    """Reference facts come from a pre-filled cache; measuring them (a JAX run) fails the test; calls are counted."""
+    def measure(*args, **kwargs):
+        raise AssertionError("the reference solution was run; the cache should have been used")
+
+    monkeypatch.setattr(reference, "_measure", measure)
+    calls = []
+    real = batch.reference_facts
+
+    def spy(assignment, cache_dir):
+        calls.append(cache_dir)
+        cache_dir.mkdir(parents=True, exist_ok=True)
+        cache = cache_dir / f"reference-{assignment.id}-{reference.cache_key(assignment)}.json"
+        cache.write_text(json.dumps({name: encode_value(value, 10**6) for name, value in FACTS.items()}))
+        return real(assignment, cache_dir)
+
+    monkeypatch.setattr(batch, "reference_facts", spy)
+    return calls
+
+
+def test_reference_facts_are_read_from_the_cache(tmp_path, assignment, no_jax):
+    facts = batch.reference_facts(assignment, tmp_path / "cache")
+    assert facts == FACTS and len(no_jax) == 1
+
+
+def test_batch_rerun_reuses_records_unless_regrade(tmp_path, assignment, no_jax):
+    folder, out = tmp_path / "submissions", tmp_path / "out"
+    folder.mkdir()
+    (folder / "erin.py").write_text("")
+    quiet = {"progress": lambda line: None, "variant_seed": 4242, "workers": 1}
+
+    first = batch.grade_folder(assignment, folder, out, **quiet)
+    assert len(no_jax) == 1 and first.reused == 0 and len(first.records) == 1
+    rec = first.records[0]
+    assert rec["status"] == "error" and rec["score"] == 0 and rec["max_score"] == assignment.max_score
+    assert rec["messages"][0] == "erin.py is empty."
+    assert all(check["score"] == 0 for check in rec["checks"]) and len(rec["checks"]) == len(assignment.checks)
+    for key in ("submission", "file", "status", "score", "max_score", "groups", "checks", "messages", "environment",
+                "variant_seed", "sha256"):
+        assert key in rec
+    on_disk = json.loads((out / "erin.json").read_text())
+    assert on_disk["submission"] == "erin" and on_disk["variant_seed"] == 4242
+    assert (out / "erin.feedback.md").is_file()
+    rows = list(csv.DictReader(io.StringIO((out / "grades.csv").read_text())))
+    assert [(r["submission"], r["status"]) for r in rows] == [("erin", "error")]
+    mtime = (out / "erin.json").stat().st_mtime_ns
+
+    second = batch.grade_folder(assignment, folder, out, **quiet)
+    assert len(no_jax) == 1                      # nothing pending: no reference facts needed
+    assert second.reused == 1 and second.records == [on_disk]
+    assert (out / "erin.json").stat().st_mtime_ns == mtime
+    assert (out / "grades.csv").is_file()
+
+    third = batch.grade_folder(assignment, folder, out, regrade=True, **quiet)
+    assert len(no_jax) == 2 and third.reused == 0 and third.records[0]["status"] == "error"
+
+    # a changed file is graded again even without regrade
+    (folder / "erin.py").write_bytes(b"x = 1\x00")
+    fourth = batch.grade_folder(assignment, folder, out, **quiet)
+    assert fourth.reused == 0 and "binary" in fourth.records[0]["messages"][0]
+    assert json.loads((out / "erin.json").read_text())["sha256"] != on_disk["sha256"]
+    leftovers = [p.name for p in out.iterdir() if p.name.endswith(".tmp")]
+    assert leftovers == []
+
+
+def test_batch_regrades_when_the_record_on_disk_is_stale_or_torn(tmp_path, assignment, no_jax):
+    folder, out = tmp_path / "submissions", tmp_path / "out"
+    folder.mkdir()
+    (folder / "erin.py").write_text("   \n")
+    quiet = {"progress": lambda line: None, "variant_seed": 4242, "workers": 1}
+    batch.grade_folder(assignment, folder, out, **quiet)
+    saved = json.loads((out / "erin.json").read_text())
+    saved["fingerprint"] = "something-older"
+    (out / "erin.json").write_text(json.dumps(saved))
+    assert batch.grade_folder(assignment, folder, out, **quiet).reused == 0
+    (out / "erin.json").write_text("{torn")
+    assert batch.grade_folder(assignment, folder, out, **quiet).reused == 0
+    assert batch.grade_folder(assignment, folder, out, **quiet).reused == 1
