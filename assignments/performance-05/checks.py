@@ -24,7 +24,12 @@ RUN_OUTCOMES = {
 
 def no_statement_failed(run, oracle, settings):
     failures = run.failed_statements
-    syntax = run.snapshot.syntax_error
+    snap = run.snapshot
+    syntax = snap.syntax_error
+    if snap.ending in ("killed_wall", "exited_early"):
+        after = f" after line {snap.statements[-1].end_line}" if snap.statements else ""
+        cause = "was killed at the time limit" if snap.ending == "killed_wall" else "ended the process (a crash, os._exit or a limit)"
+        raise AssertionError(f"The statement{after} never finished: it {cause}.")
     assert not syntax, f"Your file has a syntax error at line {syntax['line']} ({syntax['message']}); only the lines before it ran."
     if failures:
         first = failures[0]
@@ -36,6 +41,7 @@ def no_statement_failed(run, oracle, settings):
 
 def ran_to_the_end(run, oracle, settings):
     snap = run.snapshot
+    assert not snap.syntax_error, f"Your file stops at a syntax error on line {snap.syntax_error['line']}; the rest never ran."
     assert run.completed, RUN_OUTCOMES.get(snap.ending, snap.ending).format(line=snap.exit_line).capitalize() + "."
     assert not snap.soft_limit_hit, "Part of your file ran past the time limit and was interrupted; look for a loop that never ends."
     return f"The file ran to its end in {snap.seconds:.1f} s."
@@ -280,6 +286,9 @@ def hvp_plain_matches_oracle(run, oracle, settings):
     if not ok:
         gradient_like = close_vectors(hvp, oracle.gradient, settings.hvp_rtol, settings.hvp_atol_scale)[0]
         assert not gradient_like, "`hvp_plain` equals the gradient, not a Hessian-vector product: apply jax.jvp to jax.grad(plain)."
+        assert worst > settings.hvp_approximate_fraction, (
+            f"`hvp_plain` is close to the exact Hessian-vector product but not exact (worst error {worst:.2g} of the largest "
+            "entry): a finite-difference approximation? Differentiate exactly: jax.jvp(jax.grad(plain), (x,), (direction,)).")
         raise AssertionError(
             f"`hvp_plain` differs from the exact Hessian-vector product along your `direction` (worst error {worst:.2g} of "
             "the largest entry). Apply jax.jvp to jax.grad(plain) with primal (x,) and tangent (direction,).")

@@ -1,0 +1,66 @@
+"""Benchmark: seconds per graded submission against a bare `python file.py` run of the same files, same run.
+
+    .venv/bin/python benchmarks/grading_time.py [--copies 6] [--workers 2]
+
+Grades N distinct copies of the reference solution (a comment line makes each file, and so each hash,
+distinct) through the real batch path, both scenarios, full sandbox, and runs the same files bare, one
+after another. Prints wall seconds per submission for each, and the ratio grading/bare. Grading runs two
+scenarios per file, so a ratio near 2 with one worker means the harness itself costs little.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from grader.assignment import load  # noqa: E402
+from grader.batch import grade_folder  # noqa: E402
+from grader.reference import reference_facts  # noqa: E402
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--copies", type=int, default=6)
+    parser.add_argument("--workers", type=int, nargs="+", default=[1, 2])
+    args = parser.parse_args()
+    assignment = load("performance-05", ROOT)
+    source = assignment.solution_path.read_text()
+    with tempfile.TemporaryDirectory() as scratch:
+        folder = Path(scratch) / "submissions"
+        folder.mkdir()
+        for i in range(args.copies):
+            (folder / f"student{i:03d}.py").write_text(f"# copy {i}\n{source}")
+        reference_facts(assignment, Path(scratch) / "cache")  # measured once, as a batch does, outside the timing
+
+        bare = []
+        for path in sorted(folder.iterdir()):
+            started = time.perf_counter()
+            subprocess.run([sys.executable, str(path)], cwd=scratch, capture_output=True, check=True)
+            bare.append(time.perf_counter() - started)
+        bare_per_file = statistics.mean(bare)
+        print(f"bare python run: {bare_per_file:.2f} s per file (median {statistics.median(bare):.2f}, n={len(bare)})")
+
+        for workers in args.workers:
+            out = Path(scratch) / f"out-{workers}"
+            (out / ".grader-cache").mkdir(parents=True)
+            for cached in (Path(scratch) / "cache").iterdir():
+                (out / ".grader-cache" / cached.name).write_bytes(cached.read_bytes())
+            started = time.perf_counter()
+            result = grade_folder(assignment, folder, out, workers=workers, regrade=True, progress=lambda line: None)
+            elapsed = time.perf_counter() - started
+            scores = sorted({r["score"] for r in result.records})
+            per = elapsed / args.copies
+            print(f"grader, {workers} worker(s): {per:.2f} s per submission (both scenarios), "
+                  f"{60 / per:.1f} submissions/min, ratio to one bare run {per / bare_per_file:.2f}; scores {scores}")
+
+
+if __name__ == "__main__":
+    main()
