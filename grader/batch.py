@@ -76,7 +76,8 @@ def grade_folder(assignment: Assignment, folder: Path, out: Path, workers: int |
              f"{len(pending)} to grade (variant seed {seed}).")
     if pending:
         facts = reference_facts(assignment, out / ".grader-cache")
-        workers = max(1, workers or os.cpu_count() or 1)
+        # Each submission already runs its scenarios side by side: one worker per that many cores.
+        workers = max(1, workers or (os.cpu_count() or 1) // max(1, len(assignment.scenarios)))
         with ThreadPoolExecutor(max_workers=workers) as pool:
             futures = {pool.submit(grade_one, assignment, s, facts, seed): s for s in pending}
             for done, future in enumerate(as_completed(futures), start=1):

@@ -25,7 +25,7 @@ def main(argv: list[str] | None = None) -> int:
     grade_cmd.add_argument("submissions", type=Path, help="folder of <id>.py / <id>.ipynb files or <id>/ folders")
     grade_cmd.add_argument("--out", type=Path, help="results folder (default: SUBMISSIONS/../results)")
     grade_cmd.add_argument("--assignment", help="assignment id (default: the only one under assignments/)")
-    grade_cmd.add_argument("--workers", type=int, default=None, help="parallel submissions (default: number of cores)")
+    grade_cmd.add_argument("--workers", type=int, default=None, help="submissions graded at once (default: cores / scenarios, as each runs its scenarios in parallel)")
     grade_cmd.add_argument("--regrade", action="store_true", help="grade again even where an up-to-date result exists")
     grade_cmd.add_argument("--variant-seed", type=int, default=None, help="fix the variant scenario's seed (default: random)")
 
