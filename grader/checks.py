@@ -9,6 +9,7 @@ that check alone, and the feedback names it.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -103,7 +104,8 @@ def _failure_text(text: str) -> str:
     lines = [line for line in text.strip().splitlines() if line.strip()]
     message = [line for line in lines if not line.startswith(("assert ", " +", "+"))]
     compared = next((line for line in lines if line.startswith("assert ")), None)
-    if compared and message:
+    # Keep the comparison when it shows values; drop pure boolean glue like "not (True and 2 == 2)".
+    if compared and message and not re.search(r"\b(True|False)\b", compared):
         message.append(f"(compared: {compared[len('assert '):][:200]})")
     return "\n".join((message or lines)[:8])
 

@@ -227,6 +227,12 @@ def format_error(error, filename):
     return {"type": type(error).__name__, "message": message, "line": line, "traceback": text}
 
 
+def notebook_display(*objects, **_):
+    """Stand-in for IPython's `display` in a graded notebook: print what would have been shown."""
+    for item in objects:
+        print(item)
+
+
 class Harness:
     def __init__(self, job, channel):
         self.job = job
@@ -240,6 +246,8 @@ class Harness:
         self.failed_probes = set()
         self.timer = Timer(job["soft_seconds"], job["statement_grace_seconds"])
         self.namespace = {"__name__": "__main__", "__file__": os.path.abspath(self.filename), "__builtins__": __builtins__}
+        if job.get("notebook"):
+            self.namespace["display"] = notebook_display  # IPython's builtin, used freely in notebooks
 
     def guarded(self, function, *args):
         """Run `function` under the soft timer; return (result, error dict or None, timed out)."""

@@ -36,6 +36,7 @@ def make_job(assignment: Assignment, scenario: Scenario, seed: int, source: str,
         "soft_seconds": limits.soft_seconds,
         "statement_grace_seconds": limits.statement_grace_seconds,
         "value_max_bytes": limits.value_max_bytes,
+        "notebook": filename.lower().endswith(".ipynb"),
     }
 
 

@@ -280,8 +280,13 @@ def test_memory_checks_in_baseline(assignment, oracles, base_events):
     run = lambda fn, memory: check(assignment, oracles, fn, replace(base_events, "memory", memory))
     fraction, feedback = run("memory_is_two_dicts", [None, None])
     assert fraction == 0 and "dict" in feedback
-    fraction, feedback = run("memory_is_two_dicts", [dict(MEMORY_PLAIN, temp_size_in_bytes=256.0), MEMORY_REMAT])
+    fraction, feedback = run("memory_is_two_dicts", [dict(MEMORY_PLAIN, temp_size_in_bytes=256.5), MEMORY_REMAT])
     assert fraction == 0 and "temp_size_in_bytes" in feedback and "whole number" in feedback
+    fraction, feedback = run("memory_is_two_dicts", [dict(MEMORY_PLAIN, temp_size_in_bytes="256"), MEMORY_REMAT])
+    assert fraction == 0 and "whole number" in feedback
+    # np.int64 figures arrive as 0-d float64 arrays: still whole numbers of bytes
+    as_numpy = {k: np.array(float(v)) for k, v in MEMORY_PLAIN.items()}
+    assert run("memory_is_two_dicts", [as_numpy, MEMORY_REMAT])[0] == 1
     fraction, feedback = run("memory_is_two_dicts", [{k: v for k, v in MEMORY_PLAIN.items() if k != "alias_size_in_bytes"},
                                                      MEMORY_REMAT])
     assert fraction == 0 and "lacks alias_size_in_bytes" in feedback

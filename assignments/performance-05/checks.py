@@ -142,10 +142,18 @@ def memory_is_two_dicts(run, oracle, settings):
         missing = [name for name in settings.memory_fields if name not in entry]
         assert not missing, f"The {label} memory dict lacks {', '.join(missing)}."
         for name in settings.memory_fields:
-            value = entry[name]
-            assert isinstance(value, int) and not isinstance(value, bool) and value >= 0, (
-                f"{name} in the {label} memory dict should be a whole number of bytes; found {describe(value)}.")
+            assert _byte_count(entry[name]) is not None, (
+                f"{name} in the {label} memory dict should be a whole number of bytes; found {describe(entry[name])}.")
     return "`memory` holds two dicts of byte figures."
+
+
+def _byte_count(value):
+    """A non-negative whole number (a Python int, or a NumPy integer that arrives as a 0-d array), else None."""
+    try:
+        number = as_number(value, "a byte count")
+    except AssertionError:
+        return None
+    return int(number) if math.isfinite(number) and number >= 0 and number == int(number) else None
 
 
 def memory_figures_match_compiler(run, oracle, settings):
@@ -153,7 +161,7 @@ def memory_figures_match_compiler(run, oracle, settings):
         assert isinstance(entry, dict), f"The {label} memory entry should be a dict; found {describe(entry)}."
         assert expected is not None, "The grader's own compiler run reported no memory analysis; this check cannot apply."
         for name in settings.memory_fields:
-            assert entry.get(name) == expected[name], (
+            assert _byte_count(entry.get(name)) == expected[name], (
                 f"{name} for {label} is {describe(entry.get(name))}; the compiled gradient reports {expected[name]}. "
                 "Read each field from executable.memory_analysis() with getattr; do not type numbers in.")
     return "The recorded figures equal the compiler's memory analysis."
@@ -253,7 +261,10 @@ def finite_is_central_difference(run, oracle, settings):
 # ---- Hessian-vector products ----------------------------------------------------------------------
 
 def _hvp(run, settings, name):
-    vector = as_vector(run[name], f"`{name}`", settings.width)
+    value = run[name]
+    assert not (isinstance(value, tuple) and len(value) == 2), (
+        f"`{name}` is a pair: jax.jvp returns (primal_out, tangent_out); unpack it as `_, {name} = jax.jvp(...)`.")
+    vector = as_vector(value, f"`{name}`", settings.width)
     assert np.all(np.isfinite(vector)), f"`{name}` contains NaN or Inf."
     return vector
 
