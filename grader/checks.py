@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .assignment import Assignment, CheckSpec
-from .snapshot import TODO, Missing, Opaque, Snapshot
+from .snapshot import UNFINISHED, Missing, Opaque, Snapshot
 
 
 @dataclass
@@ -46,7 +46,7 @@ class RunView:
         self.seed = snapshot.seed
 
     def has(self, name: str) -> bool:
-        return name in self.snapshot.values and self.snapshot.values[name] is not TODO
+        return name in self.snapshot.values and self.snapshot.values[name] is not UNFINISHED
 
     def __getitem__(self, name: str) -> Any:
         return self.value(name)
@@ -55,7 +55,7 @@ class RunView:
         if name not in self.snapshot.values:
             raise Missing(name, self._why_missing(name))
         value = self.snapshot.values[name]
-        if value is TODO:
+        if value is UNFINISHED:
             raise Missing(name, "is still a TODO (it is `...`): fill it in")
         if isinstance(value, Opaque) and value.kind == "too_large":
             raise Missing(name, f"is too large for the grader to read ({value.type_name})")
@@ -68,7 +68,7 @@ class RunView:
         earlier = [value for index, value in self.snapshot.history.get(name, []) if index <= set_at]
         if not earlier or earlier[-1] is None:
             raise Missing(name, f"was not defined when `{when}` was computed")
-        if earlier[-1] is TODO:
+        if earlier[-1] is UNFINISHED:
             raise Missing(name, f"was still a TODO when `{when}` was computed")
         return earlier[-1]
 

@@ -38,7 +38,7 @@ class Opaque:
         return f"<{self.type_name}>"
 
 
-TODO = Opaque("todo", "ellipsis", "...")
+UNFINISHED = Opaque("todo", "ellipsis", "...")  # a student placeholder `...` left in the file
 
 
 def decode(encoded: Any, depth: int = 0) -> Any:
@@ -49,7 +49,7 @@ def decode(encoded: Any, depth: int = 0) -> Any:
     if tag == "none":
         return None
     if tag == "ellipsis":
-        return TODO
+        return UNFINISHED
     if tag == "bool":
         return bool(encoded.get("v"))
     if tag == "int":

@@ -14,7 +14,7 @@ import pytest
 
 from grader import assignment as assignment_module
 from grader.checks import Partial, RunView, _combine, evaluate, run_checks
-from grader.snapshot import TODO, Opaque, Snapshot, Statement
+from grader.snapshot import UNFINISHED, Opaque, Snapshot, Statement
 
 LESSON_SEED = 18
 VARIANT_SEED = 987654321
@@ -484,7 +484,7 @@ def test_direction_missing_or_todo_when_hvp_was_computed(assignment, oracles, ba
     events = drop(base_events, "direction") + [(19, "direction", f32(np.linspace(-1, 1, 16)))]
     fraction, feedback = check(assignment, oracles, "hvp_plain_matches_oracle", events)
     assert fraction == 0 and "`direction` was not defined when `hvp_plain` was computed" in feedback
-    events = drop(base_events, "direction") + [(15, "direction", TODO), (19, "direction", f32(np.ones(16)))]
+    events = drop(base_events, "direction") + [(15, "direction", UNFINISHED), (19, "direction", f32(np.ones(16)))]
     fraction, feedback = check(assignment, oracles, "hvp_plain_matches_oracle", replace(events, "hvp_plain", hvp))
     assert fraction == 0 and "still a TODO" in feedback
 
@@ -514,10 +514,10 @@ def test_hvp_value_problems(assignment, oracles, base_events):
 def test_missing_name_and_todo_feedback(assignment, oracles, base_events):
     fraction, feedback = check(assignment, oracles, "eps_is_a_sensible_step", drop(base_events, "eps"))
     assert fraction == 0 and "`eps` is not defined" in feedback and "needed by this check" in feedback
-    fraction, feedback = check(assignment, oracles, "eps_is_a_sensible_step", replace(base_events, "eps", TODO))
+    fraction, feedback = check(assignment, oracles, "eps_is_a_sensible_step", replace(base_events, "eps", UNFINISHED))
     assert fraction == 0 and "`eps` is still a TODO" in feedback
-    # `needs` are checked before the function runs: a TODO finite with a good eps
-    fraction, feedback = check(assignment, oracles, "finite_is_central_difference", replace(base_events, "finite", TODO))
+    # `needs` are checked before the function runs: an unfinished finite with a good eps
+    fraction, feedback = check(assignment, oracles, "finite_is_central_difference", replace(base_events, "finite", UNFINISHED))
     assert fraction == 0 and "`finite` is still a TODO" in feedback
     # a failing statement that would have assigned it is named with its line and error
     error = {"type": "NameError", "message": "name 'plian' is not defined", "line": 22, "traceback": ""}
@@ -538,7 +538,7 @@ def test_run_checks_reports_missing_names(assignment, oracles, base_events, vari
     assert results["hvp.remat_matches_plain"].score == 0
     assert "`hvp_remat` is not defined" in results["hvp.remat_matches_plain"].feedback
     assert results["hvp.plain_matches_oracle"].passed
-    results = results_by_id(assignment, oracles, replace(base_events, "cotangent", TODO), variant_events)
+    results = results_by_id(assignment, oracles, replace(base_events, "cotangent", UNFINISHED), variant_events)
     assert results["gradients.cotangent"].score == 0 and "still a TODO" in results["gradients.cotangent"].feedback
 
 
