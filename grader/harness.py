@@ -115,9 +115,6 @@ class Encoder:
     @staticmethod
     def as_numeric_array(value):
         """numpy/JAX arrays and scalars, and Python number subclasses, as a plain numeric ndarray."""
-        if "numpy" not in sys.modules and not hasattr(type(value), "__array__"):
-            if not isinstance(value, (int, float, complex)):
-                return None
         try:
             import numpy as np
 
@@ -125,6 +122,8 @@ class Encoder:
                 array = np.array(np.asarray(value), copy=True, order="C")
                 if array.dtype.kind in "biufc":
                     return array
+        except SoftTimeLimit:
+            raise  # out of time: encode_value reports the value as unreadable
         except BaseException:  # a hostile __array__ must not stop the harness
             return None
         return None
@@ -133,6 +132,8 @@ class Encoder:
 def safe_repr(value):
     try:
         text = repr(value)
+    except SoftTimeLimit:
+        raise
     except BaseException:
         text = "<unrepresentable %s>" % type(value).__name__
     return text[:300]
@@ -365,7 +366,6 @@ class Harness:
 def main():
     job = json.loads(sys.stdin.read())
     channel = Channel(job["channel_fd"])
-    os.environ.pop("GRADER_CHANNEL", None)
     harness = Harness(job, channel)
     sys.argv = [job["filename"]]
     sys.path.insert(0, os.getcwd())
