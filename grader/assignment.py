@@ -79,6 +79,15 @@ class Assignment:
     def seed_parameter(self) -> str:
         return self.config["assignment"]["seed_parameter"]
 
+    @property
+    def lesson_seed(self) -> int:
+        """The seed the lesson itself uses (baseline), named by [assignment] seed_parameter."""
+        return int(self.parameters[self.seed_parameter])
+
+    @property
+    def max_submission_bytes(self) -> int:
+        return int(self.config["assignment"]["max_submission_bytes"])
+
 
 def _import_path(path: Path, name: str) -> types.ModuleType:
     spec = importlib.util.spec_from_file_location(name, path)

@@ -61,7 +61,7 @@ def grade_folder(assignment: Assignment, folder: Path, out: Path, workers: int |
     progress = progress or (lambda line: print(line, file=sys.stderr, flush=True))
     out.mkdir(parents=True, exist_ok=True)
     submissions = discover(folder, assignment.submission_filename,
-                           int(assignment.config["assignment"]["max_submission_bytes"]), exclude=out)
+                           assignment.max_submission_bytes, exclude=out)
     seed = variant_seed if variant_seed is not None else fresh_variant_seed(assignment)
     result = BatchResult(variant_seed=seed)
     pending = []

@@ -71,7 +71,7 @@ def user_cache_dir() -> Path:
 
 def _check(assignment, args) -> int:
     submission = load_single(args.file, assignment.submission_filename,
-                             int(assignment.config["assignment"]["max_submission_bytes"]))
+                             assignment.max_submission_bytes)
     try:
         facts = reference_facts(assignment, user_cache_dir())
     except ConfigError as error:

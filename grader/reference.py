@@ -42,7 +42,7 @@ def reference_facts(assignment: Assignment, cache_dir: Path | None) -> dict[str,
 
 def _measure(assignment: Assignment, names: list[str]) -> dict[str, Any]:
     baseline = assignment.scenarios["baseline"]
-    seed = int(assignment.parameters[assignment.seed_parameter])
+    seed = assignment.lesson_seed
     source = assignment.solution_path.read_text()
     snapshot, raw = run_scenario(assignment, baseline, seed, source, assignment.submission_filename)
     failed = snapshot.failed_statements

@@ -11,15 +11,14 @@ from .snapshot import Snapshot, build_snapshot
 
 
 def scenario_seed(assignment: Assignment, scenario: Scenario, variant_seed: int) -> int:
-    return variant_seed if scenario.fresh_seed else int(assignment.parameters[assignment.seed_parameter])
+    return variant_seed if scenario.fresh_seed else assignment.lesson_seed
 
 
 def fresh_variant_seed(assignment: Assignment) -> int:
     """A random seed for this grading run, never the lesson's own."""
-    lesson_seed = int(assignment.parameters[assignment.seed_parameter])
     while True:
         seed = secrets.randbelow(2**31 - 1) + 1
-        if seed != lesson_seed:
+        if seed != assignment.lesson_seed:
             return seed
 
 
