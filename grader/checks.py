@@ -91,6 +91,9 @@ class RunView:
 
     def _why_missing(self, name: str) -> str:
         failed = self.snapshot.statement_assigning(name)
+        if failed and failed.error and failed.placeholder:
+            return (f"is still a TODO: line {failed.line} that assigns it still holds a `...` placeholder "
+                    f"(running it raised {failed.error['type']}): fill it in")
         if failed and failed.error:
             return (f"is not defined: the statement at line {failed.line} that assigns it raised "
                     f"{failed.error['type']}: {failed.error['message'][:200]}")

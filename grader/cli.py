@@ -1,4 +1,5 @@
-"""Command line: `grader grade DIR` for a class, `grader check FILE` for one student's immediate feedback."""
+"""Command line: `grader grade DIR` for a class, `grader check FILE` for one student's immediate feedback,
+`grader build` to regenerate the student starters from the reference solution."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from pathlib import Path
 from . import __version__
 from .assignment import ConfigError, load
 from .batch import grade_folder
+from .build import BuildError, build
 from .discovery import load_single
 from .grading import grade
 from .reference import reference_facts
@@ -33,15 +35,46 @@ def main(argv: list[str] | None = None) -> int:
     check_cmd.add_argument("file", type=Path)
     check_cmd.add_argument("--assignment", help="assignment id (default: the only one under assignments/)")
 
+    build_cmd = commands.add_parser("build", help="render the student starters (.py and .ipynb) from the reference solution")
+    build_cmd.add_argument("assignment", nargs="?",
+                           help="assignment id, or the path of an assignment folder (default: the only one under assignments/)")
+    build_cmd.add_argument("--out", type=Path, help="output folder (default: <project root>/student_templates)")
+    build_cmd.add_argument("--root", type=Path, help="project root holding assignments/ (default: found from the current folder)")
+
     args = parser.parse_args(argv)
     try:
-        assignment = load(args.assignment)
+        assignment = load(*_which_assignment(args))
     except ConfigError as error:
         print(f"grader: {error}", file=sys.stderr)
         return 2
     if args.command == "grade":
         return _grade(assignment, args)
+    if args.command == "build":
+        return _build(assignment, args)
     return _check(assignment, args)
+
+
+def _which_assignment(args) -> tuple[str | None, Path | None]:
+    """(id, project root): `build` also takes the path of an assignment folder, or `--root`."""
+    name, root = args.assignment, getattr(args, "root", None)
+    if name and (os.sep in name or name.startswith(".")):
+        folder = Path(name).resolve()
+        if not (folder / "assignment.toml").is_file() or folder.parent.name != "assignments":
+            raise ConfigError(f"{name} is not an assignment folder (assignments/<id>/ with an assignment.toml)")
+        return folder.name, folder.parent.parent
+    return name, root.resolve() if root else None
+
+
+def _build(assignment, args) -> int:
+    out = args.out or assignment.root / "student_templates"
+    try:
+        paths = build(assignment, out)
+    except BuildError as error:
+        print(f"grader: {error}", file=sys.stderr)
+        return 2
+    for path in paths:
+        print(path)
+    return 0
 
 
 def _grade(assignment, args) -> int:

@@ -11,6 +11,7 @@ from .checks import CheckResult, run_checks
 from .discovery import Submission
 from .environment import environment
 from .runs import run_scenario, scenario_seed
+from .scaffold import unfinished_exercises
 from .snapshot import Snapshot
 
 MEMORY_SIGNS = ("MemoryError", "std::bad_alloc", "Cannot allocate memory", "RESOURCE_EXHAUSTED", "out of memory")
@@ -27,7 +28,7 @@ def grade(assignment: Assignment, submission: Submission, facts: dict, variant_s
         snapshots: dict[str, Snapshot] = {name: future.result()[0] for name, future in futures.items()}
     oracles = {name: assignment.oracle.build(seed, facts) for name, seed in seeds.items()}
     checks = run_checks(assignment, snapshots, oracles)
-    messages = list(submission.notes)
+    messages = list(submission.notes) + unfinished_message(submission.source)
     for name, snapshot in snapshots.items():
         messages += run_messages(assignment, name, snapshot, snapshots.get("baseline"))
     baseline = snapshots["baseline"]
@@ -35,6 +36,16 @@ def grade(assignment: Assignment, submission: Submission, facts: dict, variant_s
     messages.append(f"Isolation used: {', '.join(isolation)}.")
     return assemble(assignment, submission, "graded", checks, messages, variant_seed,
                     output=_output(baseline), runs={n: run_summary(s) for n, s in snapshots.items()})
+
+
+def unfinished_message(source: str) -> list[str]:
+    """Name the starter's exercise regions that still hold a `...` placeholder (none for a file without markers)."""
+    unfinished = unfinished_exercises(source)
+    if not unfinished:
+        return []
+    listed = ", ".join(f"{name} (line{'s' if len(lines) > 1 else ''} {', '.join(map(str, lines))})"
+                       for name, lines in unfinished.items())
+    return [f"Unfinished exercises (still holding `...`): {listed}."]
 
 
 def error_record(assignment: Assignment, submission: Submission, reason: str, variant_seed: int) -> dict[str, Any]:

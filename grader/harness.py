@@ -148,6 +148,11 @@ def encode_value(value, max_bytes):
         return {"t": "other", "type": type(value).__name__, "repr": "(could not be read: %s)" % type(error).__name__}
 
 
+def holds_placeholder(node):
+    """True when a statement still has a `...` in it (an unfinished TODO of the starter, e.g. `f(...)`)."""
+    return any(isinstance(child, ast.Constant) and child.value is Ellipsis for child in ast.walk(node))
+
+
 def bound_names(node):
     """Top-level names a statement may bind (for mapping a missing name to the statement that failed)."""
     names = set()
@@ -333,7 +338,8 @@ class Harness:
         for index, node in enumerate(tree.body):
             started = time.monotonic()
             record = {"type": "statement", "index": index, "line": node.lineno,
-                      "end_line": getattr(node, "end_lineno", node.lineno), "assigns": bound_names(node)}
+                      "end_line": getattr(node, "end_lineno", node.lineno), "assigns": bound_names(node),
+                      "placeholder": holds_placeholder(node)}
             exit_request = None
             self.timer.arm()
             try:

@@ -37,6 +37,9 @@ class Opaque:
     def __str__(self) -> str:
         return f"<{self.type_name}>"
 
+    def __repr__(self) -> str:  # what a student reads when a check shows the compared values
+        return "..." if self.kind == "todo" else f"<{self.type_name}>"
+
 
 UNFINISHED = Opaque("todo", "ellipsis", "...")  # a student placeholder `...` left in the file
 
@@ -107,6 +110,7 @@ class Statement:
     status: str
     seconds: float = 0.0
     error: dict | None = None
+    placeholder: bool = False      # the statement still holds a `...` (an unfinished TODO)
 
 
 @dataclass
@@ -186,6 +190,7 @@ def _apply_frame(snap: Snapshot, frame: dict) -> dict | None:
             index=_int(frame.get("index")), line=_int(frame.get("line")), end_line=_int(frame.get("end_line")),
             assigns=[n for n in _list(frame.get("assigns")) if isinstance(n, str)][:200],
             status=str(frame.get("status")), seconds=_float(frame.get("seconds")),
+            placeholder=frame.get("placeholder") is True,
             error=_error(frame["error"]) if isinstance(frame.get("error"), dict) else None))
     elif kind == "syntax_error":
         snap.syntax_error = {"line": _int(frame.get("line")), "message": str(frame.get("message", ""))[:500]}
