@@ -1,11 +1,12 @@
 """Benchmark: seconds per graded submission against a bare `python file.py` run of the same files, same run.
 
-    .venv/bin/python benchmarks/grading_time.py [--copies 6] [--workers 2]
+    .venv/bin/python benchmarks/grading_time.py [--copies 6] [--workers 1 2] [--isolation bubblewrap unshare]
 
 Grades N distinct copies of the reference solution (a comment line makes each file, and so each hash,
 distinct) through the real batch path, both scenarios, full sandbox, and runs the same files bare, one
 after another. Prints wall seconds per submission for each, and the ratio grading/bare. Grading runs two
-scenarios per file, so a ratio near 2 with one worker means the harness itself costs little.
+scenarios per file, so a ratio near 2 with one worker means the harness itself costs little. With several
+`--isolation` strategies it grades the same files under each, so their costs compare within one run.
 """
 
 from __future__ import annotations
@@ -21,15 +22,21 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+import grader.sandbox  # noqa: E402
 from grader.assignment import load  # noqa: E402
+from grader.isolation import Bubblewrap, ProcessGroup, Unshare  # noqa: E402
 from grader.batch import grade_folder  # noqa: E402
 from grader.reference import reference_facts  # noqa: E402
+
+
+STRATEGIES = {"bubblewrap": Bubblewrap, "unshare": Unshare, "process-group": ProcessGroup}
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--copies", type=int, default=6)
     parser.add_argument("--workers", type=int, nargs="+", default=[1, 2])
+    parser.add_argument("--isolation", nargs="+", choices=sorted(STRATEGIES), default=["bubblewrap", "unshare"])
     args = parser.parse_args()
     assignment = load("performance-05", ROOT)
     source = assignment.solution_path.read_text()
@@ -48,8 +55,10 @@ def main() -> None:
         bare_per_file = statistics.mean(bare)
         print(f"bare python run: {bare_per_file:.2f} s per file (median {statistics.median(bare):.2f}, n={len(bare)})")
 
-        for workers in args.workers:
-            out = Path(scratch) / f"out-{workers}"
+        for strategy, workers in [(s, w) for s in args.isolation for w in args.workers]:
+            isolation = STRATEGIES[strategy]()
+            grader.sandbox.strongest_available = lambda isolation=isolation: isolation
+            out = Path(scratch) / f"out-{strategy}-{workers}"
             (out / ".grader-cache").mkdir(parents=True)
             for cached in (Path(scratch) / "cache").iterdir():
                 (out / ".grader-cache" / cached.name).write_bytes(cached.read_bytes())
@@ -58,7 +67,7 @@ def main() -> None:
             elapsed = time.perf_counter() - started
             scores = sorted({r["score"] for r in result.records})
             per = elapsed / args.copies
-            print(f"grader, {workers} worker(s): {per:.2f} s per submission (both scenarios), "
+            print(f"grader, {strategy}, {workers} worker(s): {per:.2f} s per submission (both scenarios), "
                   f"{60 / per:.1f} submissions/min, ratio to one bare run {per / bare_per_file:.2f}; scores {scores}")
 
 

@@ -26,7 +26,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .isolation import Isolation, strongest_available
+from .isolation import HARNESS_NAME, UIDS, Isolation, strongest_available
 from .sandbox_limits import Limits
 
 HARNESS_PATH = Path(__file__).with_name("harness.py")
@@ -152,9 +152,13 @@ def run_job(job: dict, limits: Limits, isolation: Isolation | None = None, pytho
     read_fd, write_fd = os.pipe()
     raw = RawRun(isolation=isolation.describe())
     process = None
+    uid = UIDS.take() if isolation.switches_uid else None
     try:
-        shutil.copy(HARNESS_PATH, workdir / "_grader_harness.py")
-        argv = isolation.command([python, "-I", "-B", "_grader_harness.py"], limits)
+        shutil.copy(HARNESS_PATH, workdir / HARNESS_NAME)
+        os.chmod(workdir / HARNESS_NAME, 0o644)
+        isolation.prepare_workdir(workdir, uid)
+        # -u: -I ignores PYTHONUNBUFFERED, and output printed before a hard kill must still reach us.
+        argv = isolation.command([python, "-I", "-B", "-u", HARNESS_NAME], limits, workdir, uid)
         process = subprocess.Popen(
             argv,
             stdin=subprocess.PIPE,
@@ -187,6 +191,8 @@ def run_job(job: dict, limits: Limits, isolation: Isolation | None = None, pytho
                 except OSError:
                     pass
         shutil.rmtree(workdir, ignore_errors=True)
+        if uid is not None:
+            UIDS.give_back(uid)
         raw.seconds = round(time.monotonic() - started, 3)
     return raw
 

@@ -17,6 +17,7 @@ class Limits:
     output_keep_bytes: int = 1024**2
     channel_max_bytes: int = 32 * 1024**2
     value_max_bytes: int = 1024**2
+    scratch_bytes: int = 256 * 1024**2
 
     @classmethod
     def from_config(cls, table: dict) -> "Limits":

@@ -34,6 +34,7 @@ import pytest
 
 import grader.assignment
 import grader.batch
+from case_expectations import record_problems, shape_problems, summary
 
 ASSIGNMENT = "performance-05"
 CORPUS = Path(__file__).with_name("corpus")
@@ -95,17 +96,6 @@ def graded(tmp_path_factory) -> Graded:
                   variant_seed=result.variant_seed)
 
 
-def _summary(record: dict) -> str:
-    lines = [f"{record['submission']} ({record['file']}): {record['status']} {record['score']:g}/{record['max_score']:g}"]
-    lines += [f"  {g}: {v['score']:g}/{v['max_score']:g}" for g, v in record["groups"].items()]
-    for check in record["checks"]:
-        if check["score"] < check["max_score"]:
-            feedback = check["feedback"].replace("\n", " | ")[:300]
-            lines.append(f"  - {check['id']} {check['score']:g}/{check['max_score']:g}: {feedback}")
-    lines += [f"  message: {m[:300]}" for m in record["messages"]]
-    return "\n".join(lines)
-
-
 @pytest.mark.parametrize("case", case_names())
 def test_corpus_case(case: str, graded: Graded) -> None:
     expected = tomllib.loads((CORPUS / f"{case}{EXPECTED}").read_text(encoding="utf-8"))
@@ -118,11 +108,8 @@ def test_corpus_case(case: str, graded: Graded) -> None:
     assert not orphans, f"corpus entries without an {EXPECTED}: {orphans}"
     collectable = [e.name for e in entries if re.fullmatch(r"test_.*\.py|.*_test\.py", e.name)]
     assert not collectable, f"pytest would import these corpus files as tests: {collectable}"
-    assert isinstance(expected.get("why"), str) and expected["why"].strip(), f"{case}: say in `why` what the case is"
-    assert set(expected.get("groups", {})) == set(graded.groups), (
-        f"{case}: [groups] must list every group {graded.groups}; it lists {sorted(expected.get('groups', {}))}")
-    unknown = set(expected.get("checks", {})) - graded.check_ids
-    assert not unknown, f"{case}: unknown check ids {sorted(unknown)}"
+    shape = shape_problems(case, expected, graded.groups, graded.check_ids)
+    assert not shape, "; ".join(shape)
 
     # Nothing lost: every entry got exactly one record, on disk and in the class CSV.
     lost = [e.name for e in entries if len(graded.records.get(e.name, [])) != 1]
@@ -131,27 +118,10 @@ def test_corpus_case(case: str, graded: Graded) -> None:
     assert graded.batch_records == len(entries) == len(graded.csv_rows)
 
     record = graded.records[mine[0].name][0]
-    summary = _summary(record)
-    problems = []
-    if record["status"] != expected["status"]:
-        problems.append(f"status is {record['status']!r}, expected {expected['status']!r}")
-    for group, score in expected["groups"].items():
-        actual = record["groups"][group]["score"]
-        if actual != pytest.approx(score, abs=1e-6):
-            problems.append(f"group {group}: {actual:g}, expected {score:g}")
-    checks = {check["id"]: check for check in record["checks"]}
-    for check_id, score in expected.get("checks", {}).items():
-        actual = checks[check_id]["score"]
-        if actual != pytest.approx(score, abs=1e-6):
-            problems.append(f"check {check_id}: {actual:g}, expected {score:g}")
-    texts = {"feedback": "\n".join(check["feedback"] for check in record["checks"]).lower(),
-             "messages": "\n".join(record["messages"]).lower()}
-    for where, fragments in expected.get("contains", {}).items():
-        assert where in texts, f"{case}: [contains] knows only {sorted(texts)}, not {where!r}"
-        problems += [f"{where} lacks {fragment!r}" for fragment in fragments if fragment.lower() not in texts[where]]
+    problems = record_problems(record, expected)
     row = next(r for r in graded.csv_rows if r["submission"] == record["submission"])
     if float(row["total"]) != pytest.approx(record["score"], abs=1e-3):
         problems.append(f"grades.csv total {row['total']} differs from the record's score {record['score']:g}")
     if problems:
         pytest.fail(f"{case} ({expected['why']}):\n  " + "\n  ".join(problems)
-                    + f"\n\nWhat the grader produced (variant seed {graded.variant_seed}):\n{summary}", pytrace=False)
+                    + f"\n\nWhat the grader produced (variant seed {graded.variant_seed}):\n{summary(record)}", pytrace=False)

@@ -1,0 +1,65 @@
+"""Shared by the corpus and threat suites: compare a graded record with a case's `<case>.expected.toml`.
+
+    status = "graded"            # or "error"
+    why = "one line: what this case represents"
+    [groups]                     # expected score of every group of the assignment
+    [checks]                     # optional: exact expected score of individual check ids
+    [contains]                   # optional: fragments that must appear (case-insensitive)
+    feedback = [...]             # in the concatenated feedback of all checks
+    messages = [...]             # in the concatenated submission-level messages
+    output = [...]               # in the kept head and tail of the baseline run's output
+"""
+
+from __future__ import annotations
+
+import pytest
+
+
+def summary(record: dict) -> str:
+    lines = [f"{record['submission']} ({record['file']}): {record['status']} {record['score']:g}/{record['max_score']:g}"]
+    lines += [f"  {g}: {v['score']:g}/{v['max_score']:g}" for g, v in record["groups"].items()]
+    for check in record["checks"]:
+        if check["score"] < check["max_score"]:
+            feedback = check["feedback"].replace("\n", " | ")[:300]
+            lines.append(f"  - {check['id']} {check['score']:g}/{check['max_score']:g}: {feedback}")
+    lines += [f"  message: {m[:300]}" for m in record["messages"]]
+    return "\n".join(lines)
+
+
+def shape_problems(case: str, expected: dict, groups: list[str], check_ids: set[str]) -> list[str]:
+    """Mistakes in the expectation file itself."""
+    problems = []
+    if not (isinstance(expected.get("why"), str) and expected["why"].strip()):
+        problems.append(f"{case}: say in `why` what the case is")
+    if set(expected.get("groups", {})) != set(groups):
+        problems.append(f"{case}: [groups] must list every group {groups}; it lists {sorted(expected.get('groups', {}))}")
+    unknown = set(expected.get("checks", {})) - check_ids
+    if unknown:
+        problems.append(f"{case}: unknown check ids {sorted(unknown)}")
+    unknown = set(expected.get("contains", {})) - {"feedback", "messages", "output"}
+    if unknown:
+        problems.append(f"{case}: [contains] knows feedback, messages and output, not {sorted(unknown)}")
+    return problems
+
+
+def record_problems(record: dict, expected: dict) -> list[str]:
+    """Where the grader's record differs from the expectation (empty when it matches)."""
+    problems = []
+    if record["status"] != expected["status"]:
+        problems.append(f"status is {record['status']!r}, expected {expected['status']!r}")
+    for group, score in expected["groups"].items():
+        actual = record["groups"][group]["score"]
+        if actual != pytest.approx(score, abs=1e-6):
+            problems.append(f"group {group}: {actual:g}, expected {score:g}")
+    checks = {check["id"]: check for check in record["checks"]}
+    for check_id, score in expected.get("checks", {}).items():
+        actual = checks[check_id]["score"]
+        if actual != pytest.approx(score, abs=1e-6):
+            problems.append(f"check {check_id}: {actual:g}, expected {score:g}")
+    output = record.get("output") or {}
+    texts = {"feedback": "\n".join(check["feedback"] for check in record["checks"]).lower(),
+             "messages": "\n".join(record["messages"]).lower(),
+             "output": (output.get("head", "") + "\n" + output.get("tail", "")).lower()}
+    for where, fragments in expected.get("contains", {}).items():
+        problems += [f"{where} lacks {fragment!r}" for fragment in fragments if fragment.lower() not in texts.get(where, "")]
+    return problems
