@@ -55,10 +55,10 @@ def main() -> None:
         bare_per_file = statistics.mean(bare)
         print(f"bare python run: {bare_per_file:.2f} s per file (median {statistics.median(bare):.2f}, n={len(bare)})")
 
-        for strategy, workers in [(s, w) for s in args.isolation for w in args.workers]:
+        for round_, (strategy, workers) in enumerate([(s, w) for s in args.isolation for w in args.workers]):
             isolation = STRATEGIES[strategy]()
             grader.sandbox.strongest_available = lambda isolation=isolation: isolation
-            out = Path(scratch) / f"out-{strategy}-{workers}"
+            out = Path(scratch) / f"out-{round_}-{strategy}-{workers}"
             (out / ".grader-cache").mkdir(parents=True)
             for cached in (Path(scratch) / "cache").iterdir():
                 (out / ".grader-cache" / cached.name).write_bytes(cached.read_bytes())

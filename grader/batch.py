@@ -24,7 +24,8 @@ from .discovery import Submission, discover
 from .grading import error_record, grade
 from .reference import reference_facts
 from .runs import fresh_variant_seed
-from .writers import atomic_write, grades_csv, result_path, write_result
+from .lms_csv import load_roster
+from .writers import atomic_write, grades_csv, remove_torn_writes, result_path, write_lms_outputs, write_result
 
 
 @dataclass
@@ -56,10 +57,12 @@ def grade_one(assignment: Assignment, submission: Submission, facts: dict, seed:
 
 
 def grade_folder(assignment: Assignment, folder: Path, out: Path, workers: int | None = None, regrade: bool = False,
-                 variant_seed: int | None = None, progress: Callable[[str], None] | None = None) -> BatchResult:
+                 variant_seed: int | None = None, progress: Callable[[str], None] | None = None,
+                 roster: Path | None = None) -> BatchResult:
     started = time.monotonic()
     progress = progress or (lambda line: print(line, file=sys.stderr, flush=True))
     out.mkdir(parents=True, exist_ok=True)
+    remove_torn_writes(out)  # left by a run that was killed mid-write; finished files are whole
     submissions = discover(folder, assignment.submission_filename,
                            assignment.max_submission_bytes, exclude=out)
     seed = variant_seed if variant_seed is not None else fresh_variant_seed(assignment)
@@ -87,5 +90,7 @@ def grade_folder(assignment: Assignment, folder: Path, out: Path, workers: int |
                 progress(f"[{done}/{len(pending)}] {record['submission']}: {record['score']:g}/{record['max_score']:g} "
                          f"({record['status']})")
     atomic_write(out / "grades.csv", grades_csv(result.records, list(assignment.groups)))
+    # LMS files: OUT/gradescope/<id>.json, OUT/final_grades.csv (otter), OUT/canvas.csv (roster: a Canvas export)
+    write_lms_outputs(out, result.records, assignment, load_roster(roster) if roster else None)
     result.seconds = time.monotonic() - started
     return result

@@ -1,7 +1,8 @@
 """`grader build`: everything generated from an assignment's reference solution, written into one folder.
 
-Today that is the student starter (.py and .ipynb, see starter.py). Each product is one call here that
-returns the paths it wrote, so adding one (an autograder package, say) is adding one line.
+The student starters (.py and .ipynb, see starter.py) and the LMS autograder zip (autograder_zip.py). Each
+product is one call here that returns the paths it wrote. The zip holds the reference solution, so it may go
+to another folder than the starters (which are handed to students).
 """
 
 from __future__ import annotations
@@ -9,13 +10,15 @@ from __future__ import annotations
 from pathlib import Path
 
 from .assignment import Assignment
+from .autograder_zip import write_autograder_zip
 from .starter import BuildError, write_starters
 
 __all__ = ["BuildError", "build"]
 
 
-def build(assignment: Assignment, out: Path) -> list[Path]:
-    """Render every generated file of `assignment` into `out`; return the written paths, in a stable order."""
+def build(assignment: Assignment, out: Path, package_out: Path | None = None) -> list[Path]:
+    """Render the starters into `out` and the autograder zip into `package_out` (default `out`); return the paths."""
     paths: list[Path] = []
     paths += write_starters(assignment, out)
+    paths.append(write_autograder_zip(assignment, package_out or out))
     return paths

@@ -30,6 +30,7 @@ def main(argv: list[str] | None = None) -> int:
     grade_cmd.add_argument("--workers", type=int, default=None, help="submissions graded at once (default: cores / scenarios, as each runs its scenarios in parallel)")
     grade_cmd.add_argument("--regrade", action="store_true", help="grade again even where an up-to-date result exists")
     grade_cmd.add_argument("--variant-seed", type=int, default=None, help="fix the variant scenario's seed (default: random)")
+    grade_cmd.add_argument("--roster", type=Path, help="a Canvas gradebook export (CSV) whose students fill canvas.csv")
 
     check_cmd = commands.add_parser("check", help="grade one file and print its visible feedback")
     check_cmd.add_argument("file", type=Path)
@@ -38,7 +39,8 @@ def main(argv: list[str] | None = None) -> int:
     build_cmd = commands.add_parser("build", help="render the student starters (.py and .ipynb) from the reference solution")
     build_cmd.add_argument("assignment", nargs="?",
                            help="assignment id, or the path of an assignment folder (default: the only one under assignments/)")
-    build_cmd.add_argument("--out", type=Path, help="output folder (default: <project root>/student_templates)")
+    build_cmd.add_argument("--out", type=Path, help="output folder for everything (default: starters in "
+                           "<project root>/student_templates, the autograder zip, which holds the solution, in <project root>/build)")
     build_cmd.add_argument("--root", type=Path, help="project root holding assignments/ (default: found from the current folder)")
 
     args = parser.parse_args(argv)
@@ -67,8 +69,9 @@ def _which_assignment(args) -> tuple[str | None, Path | None]:
 
 def _build(assignment, args) -> int:
     out = args.out or assignment.root / "student_templates"
+    package_out = args.out or assignment.root / "build"
     try:
-        paths = build(assignment, out)
+        paths = build(assignment, out, package_out)
     except BuildError as error:
         print(f"grader: {error}", file=sys.stderr)
         return 2
@@ -82,9 +85,13 @@ def _grade(assignment, args) -> int:
     if not folder.is_dir():
         print(f"grader: {folder} is not a folder", file=sys.stderr)
         return 2
+    if args.roster is not None and not args.roster.is_file():
+        print(f"grader: the roster {args.roster} is not a file", file=sys.stderr)
+        return 2
     out = args.out or folder.resolve().parent / "results"
     try:
-        result = grade_folder(assignment, folder, out, args.workers, args.regrade, args.variant_seed)
+        result = grade_folder(assignment, folder, out, args.workers, args.regrade, args.variant_seed,
+                              roster=args.roster)
     except ConfigError as error:
         print(f"grader: {error}", file=sys.stderr)
         return 2

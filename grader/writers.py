@@ -10,6 +10,8 @@ import tempfile
 from pathlib import Path
 
 from .discovery import safe_filename
+from .gradescope import results_json
+from .lms_csv import canvas_column, canvas_csv, final_grades_csv
 
 
 STUDENT_VISIBLE = ("visible", "after_published")
@@ -40,6 +42,21 @@ def result_path(out: Path, submission_id: str) -> Path:
 def write_result(out: Path, record: dict) -> None:
     atomic_write(result_path(out, record["submission"]), json.dumps(record, indent=2, allow_nan=False, default=str) + "\n")
     atomic_write(out / f"{safe_filename(record['submission'])}.feedback.md", feedback_markdown(record, STUDENT_VISIBLE))
+
+
+def gradescope_path(out: Path, submission_id: str) -> Path:
+    return out / "gradescope" / f"{safe_filename(submission_id)}.json"
+
+
+def write_lms_outputs(out: Path, records: list[dict], assignment, roster: dict[str, dict] | None = None) -> None:
+    """The LMS files: `gradescope/<id>.json` (Gradescope results.json), `final_grades.csv` (otter), `canvas.csv`."""
+    for record in records:
+        atomic_write(gradescope_path(out, record["submission"]),
+                     json.dumps(results_json(record), indent=2, allow_nan=False) + "\n")
+    atomic_write(out / "final_grades.csv", final_grades_csv(records, [(c.id, c.points) for c in assignment.checks]))
+    canvas_id = str(assignment.config.get("lms", {}).get("canvas_assignment_id", assignment.id))
+    atomic_write(out / "canvas.csv", canvas_csv(records, canvas_column(assignment.title, canvas_id),
+                                                assignment.max_score, roster))
 
 
 def grades_csv(records: list[dict], groups: list[str]) -> str:
@@ -89,3 +106,15 @@ def feedback_markdown(record: dict, visibilities: tuple[str, ...] = STUDENT_VISI
             lines += [f"... ({output.get('omitted_bytes', 0)} bytes omitted) ...", output["tail"]]
         lines.append("```")
     return "\n".join(lines) + "\n"
+
+
+def remove_torn_writes(out: Path) -> int:
+    """Delete temp files that `atomic_write` left when a previous run was killed mid-write; returns how many.
+
+    They are named `.<target>.<random>.tmp`, so a finished file is never touched."""
+    removed = 0
+    for path in out.rglob(".*.tmp") if out.is_dir() else []:
+        if path.is_file() and not path.is_symlink():
+            path.unlink(missing_ok=True)
+            removed += 1
+    return removed

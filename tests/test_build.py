@@ -25,6 +25,7 @@ from grader.starter import render
 
 ROOT = Path(__file__).resolve().parent.parent
 COMMITTED = ROOT / "student_templates"
+STARTERS = (".py", ".ipynb")   # what `build` writes for students (it also writes the autograder zip)
 TINY = Path(__file__).with_name("fixtures") / "tiny_project"
 ASSIGNMENT = "performance-05"
 EXERCISES = ["memory", "availability_panel", "directional", "hvp"]
@@ -51,7 +52,7 @@ def assignment():
 def built(assignment, tmp_path_factory) -> dict[str, Path]:
     out = tmp_path_factory.mktemp("starters")
     paths = build(assignment, out)
-    return {path.suffix: path for path in paths}
+    return {path.suffix: path for path in paths if path.suffix in STARTERS}
 
 
 def code_of_notebook(path: Path) -> str:
@@ -77,10 +78,10 @@ def test_committed_starters_equal_a_fresh_build(built):
 
 def test_build_is_idempotent(assignment, built, tmp_path):
     first = {suffix: path.read_bytes() for suffix, path in built.items()}
-    again = {path.suffix: path for path in build(assignment, built[".py"].parent)}
-    assert {suffix: path.read_bytes() for suffix, path in again.items()} == first
+    again = {path.suffix: path.read_bytes() for path in build(assignment, built[".py"].parent)}
     elsewhere = {path.suffix: path.read_bytes() for path in build(assignment, tmp_path)}
-    assert elsewhere == first
+    assert {suffix: again[suffix] for suffix in STARTERS} == first
+    assert elsewhere == again          # the autograder zip too: byte for byte
 
 
 def test_python_starter_compiles(built, tmp_path):
@@ -183,7 +184,7 @@ def test_build_works_for_an_assignment_defined_only_under_tests(tmp_path, capsys
     out = tmp_path / "out"
     assert grader.cli.main(["build", str(folder / "assignments" / "tiny"), "--out", str(out)]) == 0
     printed = capsys.readouterr().out.split()
-    assert printed == [str(out / "tiny.py"), str(out / "tiny.ipynb")]
+    assert printed == [str(out / "tiny.py"), str(out / "tiny.ipynb"), str(out / "tiny-autograder.zip")]
     text = (out / "tiny.py").read_text()
     assert "area = ...  # TODO: compute area" in text
     assert "side = math.sqrt(...)  # TODO: compute side" in text
@@ -195,9 +196,11 @@ def test_build_works_for_an_assignment_defined_only_under_tests(tmp_path, capsys
     assert any(c.cell_type == "markdown" and "## Circle and square" in c.source for c in notebook.cells)
     assert grader.cli.main(["build", "tiny", "--root", str(folder), "--out", str(tmp_path / "again")]) == 0
     assert (tmp_path / "again" / "tiny.ipynb").read_bytes() == (out / "tiny.ipynb").read_bytes()
-    # With no --out, the starters go to <project root>/student_templates.
+    # With no --out, the starters go to <project root>/student_templates and the zip (it holds the solution) to build/.
     assert grader.cli.main(["build", "tiny", "--root", str(folder)]) == 0
     assert (folder / "student_templates" / "tiny.py").read_bytes() == (out / "tiny.py").read_bytes()
+    assert sorted(p.name for p in (folder / "student_templates").iterdir()) == ["tiny.ipynb", "tiny.py"]
+    assert (folder / "build" / "tiny-autograder.zip").read_bytes() == (out / "tiny-autograder.zip").read_bytes()
 
 
 def test_framework_modules_name_nothing_of_performance_05():

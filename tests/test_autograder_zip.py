@@ -1,0 +1,323 @@
+"""The autograder zip: otter's layout, reproducible bytes, and real `otter run -a ZIP FILE` giving our scores.
+
+One module fixture grades the reference solution and a mistaken submission (a forward difference) with
+`grade_folder`, and runs the real otter-grader CLI once on each: the reference as `performance-05.py`, the
+mistake as a zip that also carries two attacks on otter's own runner (a `.OTTER_LOG` that otter would
+unpickle in its process, and an `otter/` package that would shadow otter inside its kernel).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+import pickle
+import shutil
+import stat
+import subprocess
+import sys
+import tomllib
+import zipfile
+from importlib import metadata
+from pathlib import Path
+
+import jsonschema
+import pytest
+
+from grader.assignment import load
+from grader.autograder_zip import PLUGIN_NAME, build_zip_bytes, write_autograder_zip, zip_name
+from grader.batch import grade_folder
+from grader.cli import user_cache_dir
+from grader.gradescope import RESULTS_SCHEMA
+from grader.lms_csv import CANVAS_STUDENT_COLUMNS, POINTS_POSSIBLE_LABEL
+
+ROOT = Path(__file__).resolve().parent.parent
+MISTAKE = ROOT / "tests" / "corpus" / "forward_difference.py"
+OTTER = Path(sys.executable).with_name("otter")
+
+
+@pytest.fixture(scope="module")
+def assignment():
+    return load()
+
+
+@pytest.fixture(scope="module")
+def built(assignment, tmp_path_factory) -> Path:
+    return write_autograder_zip(assignment, tmp_path_factory.mktemp("build"))
+
+
+def test_zip_is_named_after_the_assignment_and_has_otters_layout(assignment, built):
+    assert built.name == zip_name(assignment) == f"{assignment.id}-autograder.zip"
+    with zipfile.ZipFile(built) as archive:
+        names = archive.namelist()
+        modes = {info.filename: info.external_attr >> 16 for info in archive.infolist()}
+        for required in ("run_autograder", "setup.sh", "run_otter.py", "otter_config.json", "requirements.txt",
+                         "tests/", "pyproject.toml", "README.md", "grader/__init__.py", "grader/otter_plugin.py",
+                         "grader/harness.py", f"assignments/{assignment.id}/assignment.toml",
+                         assignment.solution_path.relative_to(assignment.root).as_posix()):
+            assert required in names, required
+        config = json.loads(archive.read("otter_config.json"))
+    assert modes["run_autograder"] & 0o777 == 0o755 and modes["setup.sh"] & 0o777 == 0o755
+    assert stat.S_ISDIR(modes["tests/"])
+    assert names == sorted(names)
+    assert not [n for n in names if "__pycache__" in n or n.endswith(".pyc") or n.startswith("tests/") and n != "tests/"
+                or "/." in n or n.startswith(".")]
+    assert config == {"lang": "python", "plugins": [{PLUGIN_NAME: {"assignment": assignment.id}}]}
+
+
+def test_plugin_named_in_the_config_is_an_otter_plugin():
+    from otter.plugins import AbstractOtterPlugin
+
+    from grader import otter_plugin
+
+    assert otter_plugin.PLUGIN_NAME == PLUGIN_NAME
+    assert issubclass(otter_plugin.SandboxedGrader, AbstractOtterPlugin)
+
+
+def test_rebuild_is_byte_identical(assignment, built, tmp_path):
+    again = write_autograder_zip(assignment, tmp_path)
+    assert again.read_bytes() == built.read_bytes() == build_zip_bytes(assignment)
+    with zipfile.ZipFile(built) as archive:
+        assert {info.date_time for info in archive.infolist()} == {(1980, 1, 1, 0, 0, 0)}
+
+
+def test_scripts_install_bubblewrap_and_call_otters_entry_point(built):
+    with zipfile.ZipFile(built) as archive:
+        setup = archive.read("setup.sh").decode()
+        run = archive.read("run_autograder").decode()
+        run_otter = archive.read("run_otter.py").decode()
+    assert setup.startswith("#!/usr/bin/env bash") and run.startswith("#!/usr/bin/env bash")
+    assert "apt-get update" in setup and "bubblewrap" in setup and "python3-venv" in setup
+    assert "pip install -r \"$SOURCE/requirements.txt\"" in setup and "--no-deps \"$SOURCE\"" in setup
+    assert setup.rstrip().endswith('chmod -R go-rwx "$SOURCE"')  # instructor files: root only
+    assert "pip install" not in run                              # grading never installs anything
+    assert "run_otter.py" in run and 'run_autograder("/autograder")' in run_otter
+    for script in (setup, run):
+        assert subprocess.run(["bash", "-n"], input=script, text=True).returncode == 0
+
+
+def test_requirements_pin_the_installed_versions(built):
+    with zipfile.ZipFile(built) as archive:
+        lines = [l for l in archive.read("requirements.txt").decode().splitlines() if l and not l.startswith("#")]
+    assert f"otter-grader[grading]=={metadata.version('otter-grader')}" in lines   # otter's runner needs a kernel
+    assert f"jax=={metadata.version('jax')}" in lines and f"numpy=={metadata.version('numpy')}" in lines
+
+
+def test_zip_carries_the_same_grading_inputs(assignment, built, tmp_path):
+    with zipfile.ZipFile(built) as archive:
+        archive.extractall(tmp_path)
+    shipped = load(assignment.id, tmp_path)
+    assert shipped.fingerprint == assignment.fingerprint     # same config, checks, oracle and solution
+
+
+def test_plugin_hands_otter_our_results_with_each_checks_visibility():
+    import dill
+    from otter.run.run_autograder.autograder_config import AutograderConfig
+    from otter.test_files import GradingResults
+    from test_gradescope import SECRET, make_record
+
+    from grader.gradescope import results_json
+    from grader.otter_plugin import SandboxedGrader, SandboxedGradingResults
+
+    plugin = SandboxedGrader("/autograder/submission/performance-05.py", {}, {})
+    plugin.record, plugin.execution_time = make_record(), 4.0
+    results = GradingResults([])
+    plugin.after_grading(results)
+    assert isinstance(results, SandboxedGradingResults)
+    gradescope = results.to_gradescope_dict(AutograderConfig({"show_hidden": True}))
+    assert gradescope == results_json(plugin.record, 4.0)
+    assert [t["visibility"] for t in gradescope["tests"]] == ["visible", "visible", "hidden", "after_published"]
+    assert (results.total, results.possible) == (9.5, 20.0)                   # partial credit kept
+    assert results.test_files == [c["id"] for c in plugin.record["checks"]]
+    assert SECRET not in results.summary() and SECRET not in json.dumps(gradescope)
+    again = dill.loads(dill.dumps(results))                                  # otter pickles it (results.pkl)
+    assert again.to_gradescope_dict(AutograderConfig({})) == gradescope
+
+
+def test_plugin_moves_submitted_files_out_of_the_kernels_folder(tmp_path):
+    import nbformat
+
+    from grader.otter_plugin import ASIDE_FOLDER, SandboxedGrader
+
+    folder = tmp_path / "autograder" / "submission"
+    (folder / "tests").mkdir(parents=True)
+    (folder / "otter").mkdir()
+    (folder / "otter" / "__init__.py").write_text("raise SystemExit")
+    (folder / "performance-05.py").write_text("x = 1\n")
+    (folder / "__init__.py").write_text("")
+    plugin = SandboxedGrader(str(folder / "performance-05.py"), {}, {})
+    submitted = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("x = 1")])
+    submitted.metadata = nbformat.from_dict({"kernelspec": {"name": "python3"}})   # a student's, not even valid
+    emptied = plugin.before_execution(submitted)
+    assert emptied.cells == [] and emptied.metadata == submitted.metadata
+    assert sorted(p.name for p in folder.iterdir()) == ["tests"]
+    assert sorted(p.name for p in (tmp_path / "autograder" / ASIDE_FOLDER).iterdir()) == ["__init__.py", "otter", "performance-05.py"]
+
+
+def test_a_broken_autograder_fails_in_plain_words_with_details_for_the_instructor(tmp_path, capsys):
+    from otter.run.run_autograder.autograder_config import AutograderConfig
+    from otter.run.run_autograder.utils import OtterRuntimeError
+
+    from grader.otter_plugin import SandboxedGrader
+
+    submission = tmp_path / "autograder" / "submission" / "performance-05.py"
+    submission.parent.mkdir(parents=True)
+    submission.write_text("x = 1\n")
+    (tmp_path / "autograder" / "source").mkdir()                       # no assignments/ in it
+    plugin = SandboxedGrader(str(submission), {}, {"assignment": "performance-05"})
+    with pytest.raises(OtterRuntimeError, match="could not prepare this assignment"):
+        plugin.before_grading(AutograderConfig({}))
+    assert "grader: could not prepare the assignment" in capsys.readouterr().out
+
+
+# --- real otter run -------------------------------------------------------------------------------
+
+class _Canary:
+    """Unpickling this writes a file: what a student's `.OTTER_LOG` could do inside otter's process."""
+
+    def __init__(self, path: Path):
+        self.path = path
+
+    def __reduce__(self):
+        return (exec, (f"open({str(self.path)!r}, 'w').write('student code ran in otter')",))
+
+
+def _otter_run(built: Path, submission: Path, folder: Path, cache_home: Path) -> dict:
+    folder.mkdir()
+    env = {**os.environ, "PATH": f"{OTTER.parent}{os.pathsep}{os.environ.get('PATH', '')}",
+           "XDG_CACHE_HOME": str(cache_home)}
+    done = subprocess.run([str(OTTER), "run", "-a", str(built), str(submission), "--no-logo", "-p"], cwd=folder,
+                          env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, f"otter run failed:\n{done.stdout[-4000:]}\n{done.stderr[-4000:]}"
+    return {"results": json.loads((folder / "results.json").read_text()), "pickle": folder / "results.pkl",
+            "stdout": done.stdout}
+
+
+@pytest.fixture(scope="module")
+def graded(assignment, built, tmp_path_factory):
+    if not OTTER.is_file():
+        pytest.fail(f"{OTTER} not found: otter-grader is a dependency of the project")
+    try:
+        metadata.version("ipykernel")
+    except metadata.PackageNotFoundError:
+        pytest.fail("otter run needs a Jupyter kernel for its own cells: install otter-grader[grading] (ipykernel)")
+    work = tmp_path_factory.mktemp("otter")
+    submissions = work / "submissions"
+    submissions.mkdir()
+    shutil.copy(assignment.solution_path, submissions / "reference.py")
+    shutil.copy(MISTAKE, submissions / "forward_difference.py")
+    out = work / "out"
+    batch = grade_folder(assignment, submissions, out, progress=lambda line: None)
+
+    reference = work / "reference-in" / assignment.submission_filename
+    reference.parent.mkdir()
+    shutil.copy(assignment.solution_path, reference)
+    markers = {"log": work / "OTTER_LOG_UNPICKLED", "shadow": work / "OTTER_SHADOWED"}
+    mistake = work / "forward_difference.zip"
+    with zipfile.ZipFile(mistake, "w") as archive:
+        archive.write(MISTAKE, assignment.submission_filename)
+        archive.writestr(".OTTER_LOG", pickle.dumps(_Canary(markers["log"])))
+        archive.writestr("otter/__init__.py", f"open({str(markers['shadow'])!r}, 'w').write('shadowed')\n")
+    # `otter run` keeps reference facts in the user cache under the same key: reuse the batch's measurement.
+    cache_home = work / "cache-home"
+    shutil.copytree(out / ".grader-cache", cache_home / user_cache_dir().name)
+    return {
+        "records": {r["submission"]: r for r in batch.records},
+        "out": out,
+        "otter": {"reference": _otter_run(built, reference, work / "run-reference", cache_home),
+                  "forward_difference": _otter_run(built, mistake, work / "run-forward_difference", cache_home)},
+        "markers": markers,
+        "cache": cache_home / user_cache_dir().name,
+        "sources": {"reference": assignment.solution_path.read_text(), "forward_difference": MISTAKE.read_text()},
+    }
+
+
+def _scores(results_or_record: dict, key: str) -> dict[str, tuple[float, float]]:
+    return {entry[key]: (entry["score"], entry["max_score"]) for entry in results_or_record["tests" if key == "name" else "checks"]}
+
+
+@pytest.mark.parametrize("name", ["reference", "forward_difference"])
+def test_otter_run_gives_the_same_per_check_scores_as_grader_grade(graded, name):
+    results = graded["otter"][name]["results"]
+    record = graded["records"][name]
+    assert _scores(results, "name") == _scores(record, "id")
+    assert results["score"] == record["score"]
+
+
+def test_scores_are_the_expected_ones(graded):
+    assert graded["otter"]["reference"]["results"]["score"] == 100.0
+    tests = {t["name"]: t for t in graded["otter"]["forward_difference"]["results"]["tests"]}
+    expected = tomllib.loads(MISTAKE.with_suffix(".expected.toml").read_text())
+    for check, score in expected["checks"].items():
+        assert tests[check]["score"] == score, check
+    assert tests["directional.central_difference"]["status"] == "failed"
+    assert "forward difference" in tests["directional.central_difference"]["output"]
+    assert graded["otter"]["forward_difference"]["results"]["score"] == sum(expected["groups"].values())
+
+
+def test_otter_results_json_matches_grader_grade_gradescope_file(graded):
+    keys = ("name", "score", "max_score", "status", "visibility")
+    for name, run in graded["otter"].items():
+        ours = json.loads((graded["out"] / "gradescope" / f"{name}.json").read_text())
+        assert [{k: t[k] for k in keys} for t in run["results"]["tests"]] == [{k: t[k] for k in keys} for t in ours["tests"]]
+        assert run["results"]["stdout_visibility"] == ours["stdout_visibility"] == "hidden"
+
+
+def test_otter_run_reuses_the_reference_facts_of_the_same_assignment_and_versions(graded):
+    assert len(list(graded["cache"].glob("reference-*.json"))) == 1   # a different key would add a file
+
+
+def test_every_results_json_follows_gradescopes_schema(graded):
+    files = sorted((graded["out"] / "gradescope").glob("*.json"))
+    assert [p.stem for p in files] == ["forward_difference", "reference"]
+    for results in [json.loads(p.read_text()) for p in files] + [r["results"] for r in graded["otter"].values()]:
+        jsonschema.validate(results, RESULTS_SCHEMA)
+
+
+def test_student_code_never_runs_in_otters_process_or_kernel(graded):
+    import dill
+
+    assert not graded["markers"]["log"].exists(), "otter unpickled the submitted .OTTER_LOG"
+    assert not graded["markers"]["shadow"].exists(), "a submitted otter/ package ran in otter's kernel"
+    for name, run in graded["otter"].items():
+        with open(run["pickle"], "rb") as stream:
+            results = dill.load(stream)
+        executed = "\n".join(cell.source for cell in results.notebook.cells)
+        student_lines = [l for l in graded["sources"][name].splitlines() if len(l.strip()) > 20]
+        assert student_lines and not [l for l in student_lines if l in executed]
+        assert results.total == run["results"]["score"] and results.possible == 100.0
+        assert "Sandboxed grader:" in run["stdout"]          # the plugin's report (stdout: instructor only)
+
+
+def test_batch_writes_otter_and_canvas_csvs_that_read_back(assignment, graded):
+    out, records = graded["out"], graded["records"]
+    with open(out / "final_grades.csv", newline="") as stream:
+        table = list(csv.DictReader(stream))
+    assert list(table[0]) == ["file", *sorted(c.id for c in assignment.checks),
+                              "total_points_earned", "percent_correct", "grading_status"]
+    assert table[0]["file"] == POINTS_POSSIBLE_LABEL
+    assert float(table[0]["total_points_earned"]) == assignment.max_score
+    for row in table[1:]:
+        record = records[Path(row["file"]).stem]
+        assert row["grading_status"] == "Completed"
+        assert {c["id"]: c["score"] for c in record["checks"]} == {c.id: float(row[c.id]) for c in assignment.checks}
+        assert float(row["total_points_earned"]) == record["score"]
+    with open(out / "canvas.csv", newline="") as stream:
+        canvas = list(csv.DictReader(stream))
+    column = f"{assignment.title} ({assignment.id})"
+    assert list(canvas[0]) == [*CANVAS_STUDENT_COLUMNS, column]
+    assert {row["SIS Login ID"]: float(row[column]) for row in canvas[1:]} == {n: r["score"] for n, r in records.items()}
+    assert (out / "grades.csv").is_file()
+
+
+def test_setup_warms_the_reference_cache_of_the_extracted_zip(built, graded, tmp_path):
+    source = tmp_path / "autograder" / "source"
+    with zipfile.ZipFile(built) as archive:
+        archive.extractall(source)
+    shutil.copytree(graded["out"] / ".grader-cache", source / ".grader-cache")   # same key: nothing to measure
+    done = subprocess.run([sys.executable, "-m", "grader.otter_plugin", "warm", str(tmp_path / "autograder")],
+                          cwd="/", capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "reference facts for performance-05 cached" in done.stdout
+    assert len(list((source / ".grader-cache").glob("reference-*.json"))) == 1

@@ -1,0 +1,91 @@
+"""Killing `grader grade` with SIGKILL halfway, then running it again, finishes the batch without regrading
+what was done, leaves no torn file and no sandbox behind; `--regrade` grades everything again."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import grader.assignment
+from grader.writers import atomic_write, remove_torn_writes
+
+SLEEPER = "66.2718"   # every submission starts `sleep SLEEPER`: a sandbox that outlived its grader would show it
+
+
+def _grader(*args: str) -> list[str]:
+    return [sys.executable, "-m", "grader.cli", *args]
+
+
+def _records(out: Path) -> dict[str, dict]:
+    return {p.stem: json.loads(p.read_text(encoding="utf-8")) for p in out.glob("*.json")}
+
+
+def _sleepers() -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            if entry.name.isdigit() and SLEEPER in (entry / "cmdline").read_bytes().decode(errors="replace"):
+                found.append(int(entry.name))
+        except OSError:
+            continue
+    return found
+
+
+def test_a_killed_batch_resumes_without_regrading_or_torn_files(tmp_path):
+    solution = grader.assignment.load("performance-05").solution_path.read_text(encoding="utf-8")
+    submissions, out = tmp_path / "submissions", tmp_path / "results"
+    submissions.mkdir()
+    header = f"import subprocess\nsubprocess.Popen(['sleep', '{SLEEPER}'])\n"
+    for name in ("ann", "ben", "cat", "dan"):
+        (submissions / f"{name}.py").write_text(header + solution, encoding="utf-8")
+    (submissions / "eve.py").write_text("", encoding="utf-8")
+
+    process = subprocess.Popen(_grader("grade", str(submissions), "--out", str(out), "--workers", "1"),
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and len([p for p in out.glob("*.json") if p.stem != "eve"]) < 1:
+        time.sleep(0.1)
+    os.kill(process.pid, signal.SIGKILL)          # a crash: the grader gets no chance to clean up
+    process.wait()
+    done_before = _records(out)
+    assert 1 <= len([n for n in done_before if n != "eve"]) < 4, f"not killed halfway: {sorted(done_before)}"
+    # A torn write left by the crash (as if it died inside atomic_write) must not survive or be read.
+    torn = out / ".ann.json.crash.tmp"
+    torn.write_text('{"submission": "ann", "sco', encoding="utf-8")
+
+    deadline = time.monotonic() + 5
+    while _sleepers() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert _sleepers() == [], "a sandbox outlived the killed grader"
+
+    resumed = subprocess.run(_grader("grade", str(submissions), "--out", str(out), "--workers", "1"),
+                             capture_output=True, text=True, timeout=300)
+    assert resumed.returncode == 0, resumed.stderr
+    reused = int(re.search(r"(\d+) unchanged since the last run", resumed.stderr).group(1))
+    assert reused == len(done_before)
+    after = _records(out)
+    assert sorted(after) == ["ann", "ben", "cat", "dan", "eve"]
+    for name, record in done_before.items():
+        assert after[name] == record, f"{name} was graded again although it was done"
+    assert all(after[n]["score"] == after[n]["max_score"] for n in ("ann", "ben", "cat", "dan"))
+    assert not torn.exists() and not list(out.rglob("*.tmp"))
+
+    regraded = subprocess.run(_grader("grade", str(submissions), "--out", str(out), "--regrade"),
+                              capture_output=True, text=True, timeout=300)
+    assert regraded.returncode == 0, regraded.stderr
+    assert "0 unchanged since the last run" in regraded.stderr
+
+
+def test_remove_torn_writes_spares_finished_files(tmp_path):
+    atomic_write(tmp_path / "a.json", "{}")
+    (tmp_path / ".a.json.x1.tmp").write_text("{", encoding="utf-8")
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / ".b.csv.x2.tmp").write_text("", encoding="utf-8")
+    assert remove_torn_writes(tmp_path) == 2
+    assert sorted(p.name for p in tmp_path.rglob("*") if p.is_file()) == ["a.json"]
