@@ -85,6 +85,11 @@ class Assignment:
         return int(self.parameters[self.seed_parameter])
 
     @property
+    def figure_name(self) -> str | None:
+        """The contract name holding the lesson's figure data ([report] figure), drawn in the HTML reports."""
+        return self.config.get("report", {}).get("figure")
+
+    @property
     def max_submission_bytes(self) -> int:
         return int(self.config["assignment"]["max_submission_bytes"])
 
@@ -188,6 +193,8 @@ def _validate(a: Assignment) -> None:
         problems.append("a scenario named 'baseline' (the file as written) is required")
     if a.config["assignment"].get("seed_parameter") not in a.parameters:
         problems.append("[assignment] seed_parameter must name an entry of [parameters]")
+    if a.figure_name is not None and a.figure_name not in a.contract:
+        problems.append(f"[report] figure {a.figure_name!r} is not in the contract")
     if len({spec.id for spec in a.checks}) != len(a.checks):
         problems.append("check ids must be unique")
     if problems:

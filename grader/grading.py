@@ -13,6 +13,7 @@ from .environment import environment
 from .runs import run_scenario, scenario_seed
 from .scaffold import unfinished_exercises
 from .snapshot import Snapshot
+from .values import json_safe
 
 MEMORY_SIGNS = ("MemoryError", "std::bad_alloc", "Cannot allocate memory", "RESOURCE_EXHAUSTED", "out of memory")
 
@@ -34,8 +35,12 @@ def grade(assignment: Assignment, submission: Submission, facts: dict, variant_s
     baseline = snapshots["baseline"]
     isolation = sorted({s.isolation for s in snapshots.values()})
     messages.append(f"Isolation used: {', '.join(isolation)}.")
-    return assemble(assignment, submission, "graded", checks, messages, variant_seed,
-                    output=_output(baseline), runs={n: run_summary(s) for n, s in snapshots.items()})
+    record = assemble(assignment, submission, "graded", checks, messages, variant_seed,
+                      output=_output(baseline), runs={n: run_summary(s) for n, s in snapshots.items()})
+    if assignment.figure_name:
+        record["figures"] = {name: json_safe(snapshot.values.get(assignment.figure_name))
+                             for name, snapshot in snapshots.items()}
+    return record
 
 
 def unfinished_message(source: str) -> list[str]:

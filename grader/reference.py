@@ -1,8 +1,11 @@
-"""Facts measured on the installed JAX by running the reference solution (residual counts, compiled memory).
+"""What the reference solution produces on the installed JAX, measured by running it, never written down.
 
-They are measured, never written down: they change with the JAX version. The run uses the same harness
-as students (baseline scenario); the result is cached under the output folder, keyed by the versions of
-python/jax/jaxlib/numpy and the assignment's fingerprint, so a batch pays for it once.
+- facts: the names in `[assignment] reference_facts` from its baseline run (residual counts, compiled memory:
+  they change with the JAX version);
+- figures: the figure value named by `[report] figure`, per scenario, drawn beside each student's own.
+
+The runs use the same harness as students; the result is cached (one JSON file under the given folder) keyed
+by the versions of python/jax/jaxlib/numpy and the assignment's fingerprint, so a batch pays for it once.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from .assignment import Assignment, ConfigError
 from .environment import environment
 from .runs import run_scenario
 from .snapshot import decode
+from .values import json_safe
 from .writers import atomic_write
 
 
@@ -26,18 +30,42 @@ def cache_key(assignment: Assignment) -> str:
 
 def reference_facts(assignment: Assignment, cache_dir: Path | None) -> dict[str, Any]:
     names = assignment.config["assignment"].get("reference_facts", [])
+    encoded = _measured(assignment, cache_dir)["facts"]
+    return {name: decode(encoded[name]) for name in names}
+
+
+def reference_figures(assignment: Assignment, cache_dir: Path | None) -> dict[str, Any]:
+    """Scenario -> the reference solution's figure (JSON-safe), or {} when the assignment names no figure."""
+    return _measured(assignment, cache_dir)["figures"]
+
+
+def _measured(assignment: Assignment, cache_dir: Path | None) -> dict[str, Any]:
     cache = cache_dir / f"reference-{assignment.id}-{cache_key(assignment)}.json" if cache_dir else None
     if cache and cache.is_file():
         try:
-            encoded = json.loads(cache.read_text())
-            return {name: decode(encoded[name]) for name in names}
-        except (ValueError, KeyError):
+            cached = json.loads(cache.read_text())
+            if isinstance(cached.get("facts"), dict) and isinstance(cached.get("figures"), dict):
+                return cached
+        except ValueError:
             pass  # a torn or stale cache is simply measured again
-    encoded = _measure(assignment, names)
+    measured = {"facts": _measure(assignment, assignment.config["assignment"].get("reference_facts", [])),
+                "figures": _figures(assignment)}
     if cache:
         cache.parent.mkdir(parents=True, exist_ok=True)
-        atomic_write(cache, json.dumps(encoded))
-    return {name: decode(encoded[name]) for name in names}
+        atomic_write(cache, json.dumps(measured))
+    return measured
+
+
+def _figures(assignment: Assignment) -> dict[str, Any]:
+    name = assignment.figure_name
+    if not name:
+        return {}
+    source = assignment.solution_path.read_text()
+    figures = {}
+    for scenario in assignment.scenarios.values():
+        snapshot, _ = run_scenario(assignment, scenario, assignment.lesson_seed, source, assignment.submission_filename)
+        figures[scenario.name] = json_safe(snapshot.values.get(name))
+    return figures
 
 
 def _measure(assignment: Assignment, names: list[str]) -> dict[str, Any]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -92,3 +93,28 @@ def plain_data(value: Any) -> Any:
 
 def fmt(value: float) -> str:
     return f"{value:.8g}"
+
+
+def json_safe(value: Any, depth: int = 0, budget: list[int] | None = None) -> Any:
+    """Plain data that `json.dumps(allow_nan=False)` accepts: arrays to lists, NaN/inf to None, anything the
+    grader will not interpret (a function, an object) to its short description; capped in depth and size so a
+    student's value cannot bloat a record."""
+    budget = [20000] if budget is None else budget
+    budget[0] -= 1
+    if budget[0] < 0 or depth > 12:
+        return None
+    if isinstance(value, np.ndarray):
+        value = value.tolist()
+    if value is None or isinstance(value, (bool, str)):
+        return value[:2000] if isinstance(value, str) else value
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, complex):
+        return str(value)
+    if isinstance(value, (list, tuple)):
+        return [json_safe(item, depth + 1, budget) for item in value[:2000]]
+    if isinstance(value, dict):
+        return {str(key)[:200]: json_safe(item, depth + 1, budget) for key, item in list(value.items())[:2000]}
+    return repr(value)[:200]

@@ -156,7 +156,8 @@ def no_jax(monkeypatch, assignment):
         calls.append(cache_dir)
         cache_dir.mkdir(parents=True, exist_ok=True)
         cache = cache_dir / f"reference-{assignment.id}-{reference.cache_key(assignment)}.json"
-        cache.write_text(json.dumps({name: encode_value(value, 10**6) for name, value in FACTS.items()}))
+        cache.write_text(json.dumps({"facts": {name: encode_value(value, 10**6) for name, value in FACTS.items()},
+                                     "figures": {}}))
         return real(assignment, cache_dir)
 
     monkeypatch.setattr(batch, "reference_facts", spy)
