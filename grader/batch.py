@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 import time
 import traceback
 from concurrent.futures import ThreadPoolExecutor, as_completed
@@ -21,10 +20,14 @@ from typing import Callable
 from . import __version__
 from .assignment import Assignment
 from .discovery import Submission, discover
+from .environment import environment
 from .grading import error_record, grade
-from .reference import reference_facts
-from .runs import fresh_variant_seed
 from .lms_csv import load_roster
+from .progress import Progress
+from .reference import reference_facts, reference_figures
+from .reports import write_reports
+from .runners import fast_runner
+from .runs import Runner, fresh_variant_seed, scenario_seed
 from .writers import atomic_write, grades_csv, remove_torn_writes, result_path, write_lms_outputs, write_result
 
 
@@ -48,19 +51,20 @@ def previous_record(out: Path, submission: Submission, assignment: Assignment) -
     return record if same else None
 
 
-def grade_one(assignment: Assignment, submission: Submission, facts: dict, seed: int) -> dict:
+def grade_one(assignment: Assignment, submission: Submission, facts: dict, seed: int,
+              runner: Runner | None = None) -> dict:
     try:
-        return grade(assignment, submission, facts, seed)
+        return grade(assignment, submission, facts, seed, runner)
     except Exception:  # a grader bug must still leave a record for this student
         detail = traceback.format_exc(limit=3).strip().splitlines()[-1]
         return error_record(assignment, submission, f"The grader failed on this submission ({detail}); please report it.", seed)
 
 
 def grade_folder(assignment: Assignment, folder: Path, out: Path, workers: int | None = None, regrade: bool = False,
-                 variant_seed: int | None = None, progress: Callable[[str], None] | None = None,
+                 variant_seed: int | None = None, progress: Progress | Callable[[str], None] | None = None,
                  roster: Path | None = None) -> BatchResult:
     started = time.monotonic()
-    progress = progress or (lambda line: print(line, file=sys.stderr, flush=True))
+    progress = progress if isinstance(progress, Progress) else (Progress.lines(progress) if progress else Progress())
     out.mkdir(parents=True, exist_ok=True)
     remove_torn_writes(out)  # left by a run that was killed mid-write; finished files are whole
     submissions = discover(folder, assignment.submission_filename,
@@ -75,22 +79,28 @@ def grade_folder(assignment: Assignment, folder: Path, out: Path, workers: int |
             result.reused += 1
         else:
             pending.append(submission)
-    progress(f"{len(submissions)} submission(s) in {folder}; {result.reused} unchanged since the last run, "
-             f"{len(pending)} to grade (variant seed {seed}).")
+    progress.note(f"{len(submissions)} submission(s) in {folder}; {result.reused} unchanged since the last run, "
+                  f"{len(pending)} to grade (variant seed {seed}).")
     if pending:
-        facts = reference_facts(assignment, out / ".grader-cache")
-        # Each submission already runs its scenarios side by side: one worker per that many cores.
-        workers = max(1, workers or (os.cpu_count() or 1) // max(1, len(assignment.scenarios)))
-        with ThreadPoolExecutor(max_workers=workers) as pool:
-            futures = {pool.submit(grade_one, assignment, s, facts, seed): s for s in pending}
-            for done, future in enumerate(as_completed(futures), start=1):
-                record = future.result()
-                write_result(out, record)
-                result.records.append(record)
-                progress(f"[{done}/{len(pending)}] {record['submission']}: {record['score']:g}/{record['max_score']:g} "
-                         f"({record['status']})")
+        cache = out / ".grader-cache"
+        facts = reference_facts(assignment, cache)
+        seeds = {name: scenario_seed(assignment, scenario, seed) for name, scenario in assignment.scenarios.items()}
+        with fast_runner(assignment, cache, seeds, progress.note) as runner:
+            workers = max(1, workers or os.cpu_count() or 1)
+            progress.start(len(pending))
+            with ThreadPoolExecutor(max_workers=workers) as pool:
+                futures = {pool.submit(grade_one, assignment, s, facts, seed, runner): s for s in pending}
+                for future in as_completed(futures):
+                    record = future.result()
+                    write_result(out, record)
+                    result.records.append(record)
+                    progress.advance(record)
+            progress.finish()
     atomic_write(out / "grades.csv", grades_csv(result.records, list(assignment.groups)))
     # LMS files: OUT/gradescope/<id>.json, OUT/final_grades.csv (otter), OUT/canvas.csv (roster: a Canvas export)
     write_lms_outputs(out, result.records, assignment, load_roster(roster) if roster else None)
+    # HTML: OUT/report.html for the instructor, OUT/<id>.feedback.html per student (figure beside the reference's)
+    write_reports(out, result.records, assignment, reference_figures(assignment, out / ".grader-cache"),
+                  {"variant_seed": seed, "seconds": time.monotonic() - started, "environment": environment()})
     result.seconds = time.monotonic() - started
     return result

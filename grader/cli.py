@@ -15,7 +15,9 @@ from .build import BuildError, build
 from .discovery import load_single
 from .grading import grade
 from .reference import reference_facts
+from .runners import fast_runner
 from .runs import fresh_variant_seed
+from .summary import summary_table
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -27,7 +29,7 @@ def main(argv: list[str] | None = None) -> int:
     grade_cmd.add_argument("submissions", type=Path, help="folder of <id>.py / <id>.ipynb files or <id>/ folders")
     grade_cmd.add_argument("--out", type=Path, help="results folder (default: SUBMISSIONS/../results)")
     grade_cmd.add_argument("--assignment", help="assignment id (default: the only one under assignments/)")
-    grade_cmd.add_argument("--workers", type=int, default=None, help="submissions graded at once (default: cores / scenarios, as each runs its scenarios in parallel)")
+    grade_cmd.add_argument("--workers", type=int, default=None, help="submissions graded at once (default: the number of cores)")
     grade_cmd.add_argument("--regrade", action="store_true", help="grade again even where an up-to-date result exists")
     grade_cmd.add_argument("--variant-seed", type=int, default=None, help="fix the variant scenario's seed (default: random)")
     grade_cmd.add_argument("--roster", type=Path, help="a Canvas gradebook export (CSV) whose students fill canvas.csv")
@@ -98,8 +100,7 @@ def _grade(assignment, args) -> int:
     graded = [r for r in result.records if r["status"] == "graded"]
     print(f"{len(result.records)} record(s) in {out} ({len(graded)} graded, {len(result.records) - len(graded)} error, "
           f"{result.reused} reused) in {result.seconds:.1f} s; class grades in {out / 'grades.csv'}")
-    for record in sorted(result.records, key=lambda r: r["submission"]):
-        print(f"  {record['submission']:<32} {record['score']:>6g} / {record['max_score']:g}  {record['status']}")
+    print(summary_table(result.records, assignment.groups))
     return 0
 
 
@@ -117,7 +118,9 @@ def _check(assignment, args) -> int:
     except ConfigError as error:
         print(f"grader: {error}", file=sys.stderr)
         return 2
-    record = grade(assignment, submission, facts, fresh_variant_seed(assignment))
+    baseline = {"baseline": assignment.lesson_seed}   # the variant's seed is fresh each time: not worth warming
+    with fast_runner(assignment, user_cache_dir(), baseline, lambda note: print(f"note: {note}")) as runner:
+        record = grade(assignment, submission, facts, fresh_variant_seed(assignment), runner)
     visible = [c for c in record["checks"] if c["visibility"] == "visible"]
     print(f"{assignment.title} — {args.file}")
     for check in visible:

@@ -10,7 +10,7 @@ from .assignment import Assignment
 from .checks import CheckResult, run_checks
 from .discovery import Submission
 from .environment import environment
-from .runs import run_scenario, scenario_seed
+from .runs import Runner, run_scenario, scenario_seed
 from .scaffold import unfinished_exercises
 from .snapshot import Snapshot
 from .values import json_safe
@@ -18,14 +18,15 @@ from .values import json_safe
 MEMORY_SIGNS = ("MemoryError", "std::bad_alloc", "Cannot allocate memory", "RESOURCE_EXHAUSTED", "out of memory")
 
 
-def grade(assignment: Assignment, submission: Submission, facts: dict, variant_seed: int) -> dict[str, Any]:
+def grade(assignment: Assignment, submission: Submission, facts: dict, variant_seed: int,
+          runner: Runner | None = None) -> dict[str, Any]:
     if submission.problem:
         return error_record(assignment, submission, submission.problem, variant_seed)
     seeds = {name: scenario_seed(assignment, scenario, variant_seed) for name, scenario in assignment.scenarios.items()}
     # Scenarios are independent sandboxes: run them side by side (one student's runs share nothing).
     with ThreadPoolExecutor(max_workers=len(seeds)) as pool:
         futures = {name: pool.submit(run_scenario, assignment, assignment.scenarios[name], seed, submission.source,
-                                     submission.path.name) for name, seed in seeds.items()}
+                                     submission.path.name, runner) for name, seed in seeds.items()}
         snapshots: dict[str, Snapshot] = {name: future.result()[0] for name, future in futures.items()}
     oracles = {name: assignment.oracle.build(seed, facts) for name, seed in seeds.items()}
     checks = run_checks(assignment, snapshots, oracles)
@@ -92,7 +93,8 @@ def assemble(assignment: Assignment, submission: Submission, status: str, checks
 def run_summary(snapshot: Snapshot) -> dict[str, Any]:
     return {"seed": snapshot.seed, "ending": snapshot.ending, "seconds": snapshot.seconds,
             "statements": len(snapshot.statements), "failed_statements": len(snapshot.failed_statements),
-            "returncode": snapshot.returncode, "output_bytes": snapshot.output_bytes}
+            "returncode": snapshot.returncode, "output_bytes": snapshot.output_bytes,
+            "cpu_seconds": snapshot.cpu_seconds, "max_rss_bytes": snapshot.max_rss_bytes}
 
 
 def _output(snapshot: Snapshot) -> dict[str, Any]:

@@ -369,9 +369,24 @@ class Harness:
         return {"kind": "completed"}
 
 
+def use_compilation_cache(path):
+    """Let JAX reuse (and add to) compiled programs in `path`: every compile, however fast, is cached."""
+    import jax
+
+    jax.config.update("jax_compilation_cache_dir", path)
+    jax.config.update("jax_persistent_cache_min_compile_time_secs", 0)
+    jax.config.update("jax_persistent_cache_min_entry_size_bytes", -1)
+
+
 def main():
-    job = json.loads(sys.stdin.read())
+    serve(json.loads(sys.stdin.read()))
+
+
+def serve(job):
+    """Run one job in this process and end it (the fork server calls this in each isolated child)."""
     channel = Channel(job["channel_fd"])
+    if job.get("compilation_cache_dir"):
+        use_compilation_cache(job["compilation_cache_dir"])
     harness = Harness(job, channel)
     sys.argv = [job["filename"]]
     sys.path.insert(0, os.getcwd())

@@ -155,29 +155,24 @@ class Bubblewrap(Isolation):
             "grader and instructor files invisible")
     bwrap = shutil.which("bwrap")
     hides_files = True
+    writable: tuple[tuple[Path, str], ...] = ()
 
     def namespace_prefix(self, workdir: Path, limits: Limits) -> list[str]:
-        args = [self.bwrap, "--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
-                "--die-with-parent", "--new-session", "--hostname", "sandbox"]
-        for path in SYSTEM_DIRS:
-            if os.path.isdir(path):
-                args += ["--ro-bind", path, path]
-        for path in SYSTEM_LINKS_OR_DIRS:
-            if os.path.islink(path):
-                args += ["--symlink", os.readlink(path), path]
-            elif os.path.isdir(path):
-                args += ["--ro-bind", path, path]
-        args += ["--proc", "/proc", "--dev", "/dev",
-                 "--size", str(limits.scratch_bytes), "--perms", "1777", "--tmpfs", "/dev/shm",
-                 "--size", str(limits.scratch_bytes), "--perms", "1777", "--tmpfs", "/tmp"]
-        for path in python_dirs():
-            args += _parents_traversable(path) + ["--ro-bind", str(path), str(path)]
+        args = [self.bwrap, *NAMESPACES, *system_view(limits.scratch_bytes)]
+        for host, inside in self.writable:
+            args += _parents_traversable(Path(inside)) + ["--bind", str(host), str(inside)]
         # The working dir lives in the private tmpfs at the same path as the host's; only the harness is bound in.
         args += _parents_traversable(workdir) + ["--perms", "1777", "--dir", str(workdir)]
         harness = workdir / HARNESS_NAME
         if harness.exists():
             args += ["--ro-bind", str(harness), str(harness)]
         return [*args, "--chdir", str(workdir), "--"]
+
+    def with_writable(self, host: Path, inside: str) -> "Bubblewrap":
+        """The same sandbox with a host folder bound writable at `inside` (trusted runs: warming the compile cache)."""
+        copy = Bubblewrap()
+        copy.writable = ((host, inside),)
+        return copy
 
     def prepare_workdir(self, workdir: Path, uid: int | None) -> None:
         os.chmod(workdir, 0o755)  # the child never writes here: its working dir is a tmpfs at this path
@@ -187,6 +182,27 @@ class Bubblewrap(Isolation):
 
 
 HARNESS_NAME = "_grader_harness.py"
+NAMESPACES = ("--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
+              "--die-with-parent", "--new-session", "--hostname", "sandbox")
+
+
+def system_view(scratch_bytes: int) -> list[str]:
+    """bwrap options for what every sandbox sees: the system and Python read-only, capped private scratch."""
+    args: list[str] = []
+    for path in SYSTEM_DIRS:
+        if os.path.isdir(path):
+            args += ["--ro-bind", path, path]
+    for path in SYSTEM_LINKS_OR_DIRS:
+        if os.path.islink(path):
+            args += ["--symlink", os.readlink(path), path]
+        elif os.path.isdir(path):
+            args += ["--ro-bind", path, path]
+    args += ["--proc", "/proc", "--dev", "/dev",
+             "--size", str(scratch_bytes), "--perms", "1777", "--tmpfs", "/dev/shm",
+             "--size", str(scratch_bytes), "--perms", "1777", "--tmpfs", "/tmp"]
+    for path in python_dirs():
+        args += _parents_traversable(path) + ["--ro-bind", str(path), str(path)]
+    return args
 
 
 def python_dirs() -> list[Path]:

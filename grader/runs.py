@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import secrets
+from typing import Callable
 
 from .assignment import Assignment, Scenario
-from .isolation import Isolation
 from .sandbox import RawRun, run_job
+from .sandbox_limits import Limits
 from .snapshot import Snapshot, build_snapshot
 
 
@@ -39,7 +40,12 @@ def make_job(assignment: Assignment, scenario: Scenario, seed: int, source: str,
     }
 
 
+# How a job is run: `sandbox.run_job` (a fresh sandboxed interpreter) or `zygote.ForkServer.run_job`.
+Runner = Callable[[dict, Limits], RawRun]
+
+
 def run_scenario(assignment: Assignment, scenario: Scenario, seed: int, source: str, filename: str,
-                 isolation: Isolation | None = None) -> tuple[Snapshot, RawRun]:
-    raw = run_job(make_job(assignment, scenario, seed, source, filename), assignment.limits, isolation)
+                 runner: Runner | None = None) -> tuple[Snapshot, RawRun]:
+    job = make_job(assignment, scenario, seed, source, filename)
+    raw = runner(job, assignment.limits) if runner else run_job(job, assignment.limits)
     return build_snapshot(raw, scenario.name, seed), raw

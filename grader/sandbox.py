@@ -25,6 +25,7 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable
 
 from .isolation import HARNESS_NAME, UIDS, Isolation, strongest_available
 from .sandbox_limits import Limits
@@ -47,6 +48,8 @@ class RawRun:
     channel_problem: str | None = None
     seconds: float = 0.0
     isolation: str = ""
+    cpu_seconds: float | None = None       # measured where the runner can (the fork server)
+    max_rss_bytes: int | None = None
 
 
 class OutputKeeper:
@@ -144,15 +147,18 @@ def kill_group(pgid: int) -> None:
         pass
 
 
-def run_job(job: dict, limits: Limits, isolation: Isolation | None = None, python: str = sys.executable) -> RawRun:
-    """Run one harness job under `limits`; always returns, whatever the child does."""
+def run_job(job: dict, limits: Limits, isolation: Isolation | None = None, python: str = sys.executable,
+            own_uid: bool = True) -> RawRun:
+    """Run one harness job under `limits`; always returns, whatever the child does.
+
+    `own_uid=False` keeps the grader's uid: only for trusted code (the reference solution warming a cache)."""
     isolation = isolation or strongest_available()
     workdir = Path(tempfile.mkdtemp(prefix="grader-run-"))
     started = time.monotonic()
     read_fd, write_fd = os.pipe()
     raw = RawRun(isolation=isolation.describe())
     process = None
-    uid = UIDS.take() if isolation.switches_uid else None
+    uid = UIDS.take() if isolation.switches_uid and own_uid else None
     try:
         shutil.copy(HARNESS_PATH, workdir / HARNESS_NAME)
         os.chmod(workdir / HARNESS_NAME, 0o644)
@@ -206,25 +212,32 @@ def _send_job(process: subprocess.Popen, job: dict) -> None:
 
 
 def _pump(process: subprocess.Popen, channel_fd: int, limits: Limits, raw: RawRun, started: float) -> None:
-    """Drain output and channel until the child ends (or the wall limit), never blocking on either."""
+    def wall_limit() -> None:
+        raw.killed_at_wall_limit = True
+        kill_group(process.pid)
+
+    pump(process.stdout.fileno(), channel_fd, limits, raw, started + limits.wall_seconds,
+         has_exited=lambda: process.poll() is not None, at_deadline=wall_limit)
+
+
+def pump(out_fd: int, channel_fd: int, limits: Limits, raw: RawRun, deadline: float,
+         has_exited: Callable[[], bool], at_deadline: Callable[[], None]) -> None:
+    """Drain output and channel until the child ends (or the deadline), never blocking on either."""
     output = OutputKeeper(limits.output_keep_bytes)
     frames = FrameReader(limits.channel_max_bytes)
-    out_fd = process.stdout.fileno()
     open_fds = {out_fd, channel_fd}
     for fd in open_fds:
         os.set_blocking(fd, False)
-    deadline = started + limits.wall_seconds
     exited_at = None
     while open_fds:
         now = time.monotonic()
         if now >= deadline:
-            raw.killed_at_wall_limit = True
-            kill_group(process.pid)
+            at_deadline()
             break
-        if exited_at is None and process.poll() is not None:
+        if exited_at is None and has_exited():
             exited_at = now
         if exited_at is not None and now - exited_at > 1.0:
-            break  # a descendant still holds a pipe open; the group kill below ends it
+            break  # a descendant still holds a pipe open; the kill that follows ends it
         ready, _, _ = select.select(list(open_fds), [], [], 0.05)
         for fd in ready:
             try:

@@ -136,6 +136,8 @@ class Snapshot:
     output_bytes: int = 0
     channel_problem: str | None = None
     seconds: float = 0.0
+    cpu_seconds: float | None = None      # where the runner measures them (the fork server)
+    max_rss_bytes: int | None = None
     isolation: str = ""
 
     @property
@@ -154,7 +156,8 @@ def build_snapshot(raw: RawRun, scenario: str, seed: int | None) -> Snapshot:
     snap = Snapshot(scenario=scenario, seed=seed, returncode=raw.returncode, output_bytes=raw.output_bytes,
                     output_head=raw.output_head.decode("utf-8", "replace"),
                     output_tail=raw.output_tail.decode("utf-8", "replace"),
-                    channel_problem=raw.channel_problem, seconds=raw.seconds, isolation=raw.isolation)
+                    channel_problem=raw.channel_problem, seconds=raw.seconds, isolation=raw.isolation,
+                    cpu_seconds=raw.cpu_seconds, max_rss_bytes=raw.max_rss_bytes)
     done = None
     for frame in raw.frames:
         try:

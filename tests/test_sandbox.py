@@ -1,5 +1,8 @@
 """grader.sandbox.run_job + grader.snapshot.build_snapshot on small hand-written jobs (no JAX in the child).
 
+Every test runs twice: with a fresh sandboxed interpreter per run (`sandbox.run_job`) and with the fork server
+(`zygote.ForkServer.run_job`), which must keep every guarantee the first gives.
+
 Each job is a few lines of student code; the child is the real harness in the real sandbox with small
 limits, so a runaway costs seconds, not the default 30 s.
 """
@@ -18,6 +21,7 @@ import pytest
 
 from grader.isolation import Bubblewrap
 from grader.sandbox import Limits, run_job
+from grader.zygote import ForkServer
 from grader.snapshot import Opaque, build_snapshot
 
 FAST = Limits(wall_seconds=8, soft_seconds=3, statement_grace_seconds=1, cpu_seconds=20,
@@ -38,8 +42,24 @@ def job(source: str, contract, probes_source: str = "", setup_source: str = "", 
     }
 
 
+RUNNER = {"run_job": run_job}
+
+
+@pytest.fixture(scope="module", autouse=True, params=["process", "fork server"])
+def runner(request):
+    """Point `run` at one way of running jobs for the whole module, then at the other."""
+    if request.param == "process":
+        RUNNER["run_job"] = run_job
+        yield request.param
+        return
+    with ForkServer() as server:
+        RUNNER["run_job"] = server.run_job
+        yield request.param
+    RUNNER["run_job"] = run_job
+
+
 def run(source: str, contract, limits: Limits = FAST, **kwargs):
-    raw = run_job(job(source, contract, limits=limits, **kwargs), limits)
+    raw = RUNNER["run_job"](job(source, contract, limits=limits, **kwargs), limits)
     return build_snapshot(raw, "baseline", 18), raw
 
 

@@ -1,0 +1,196 @@
+"""The fork server ("zygote"): runs INSIDE the bubblewrap sandbox, as a standalone script beside harness.py.
+
+Why: a fresh interpreter per run pays for `import jax` and for process start and shutdown every time. This
+process imports JAX once (without ever starting a backend: a parent that has started one makes forked
+children hang), then forks one child per run. It never reads student code itself.
+
+Its sandbox (set up by grader/zygote.py) already hides the grader's and the instructor's files and has no
+network. It keeps the capabilities it needs to isolate each run further. For every request (a small JSON
+header plus four pipe fds over a unix socket) it forks a supervisor that:
+  1. unshares new mount, pid, network, ipc and uts namespaces, mounts a size-capped tmpfs on /tmp and on
+     /dev/shm, and copies the read-only compilation cache into it (student compiles land in that copy);
+  2. forks the run's process, pid 1 of the new pid namespace: it mounts its own /proc, sets the rlimits,
+     closes every fd but its pipes, switches to the run's own uid (dropping every capability, no new
+     privileges), then reads the job (the student's source among it) from the job pipe and runs the harness;
+  3. kills that process (and with it the whole pid namespace) at the wall limit, and writes how it ended,
+     its CPU seconds and peak memory to the status pipe.
+Two runs never share a process, a writable directory, a cache layer, a uid or a network namespace.
+"""
+
+import ctypes
+import fcntl
+import json
+import os
+import resource
+import select
+import shutil
+import signal
+import socket
+import struct
+import sys
+import time
+
+CLONE_NEWNS, CLONE_NEWUTS, CLONE_NEWIPC = 0x00020000, 0x04000000, 0x08000000
+CLONE_NEWPID, CLONE_NEWNET = 0x20000000, 0x40000000
+MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_REC, MS_PRIVATE = 2, 4, 8, 16384, 1 << 18
+PR_SET_NO_NEW_PRIVS = 38
+CHANNEL_FD = 3
+LIBC = ctypes.CDLL(None, use_errno=True)
+
+
+def _call(name, *args):
+    if getattr(LIBC, name)(*args) != 0:
+        error = ctypes.get_errno()
+        raise OSError(error, f"{name}: {os.strerror(error)}")
+
+
+def _mount_tmpfs(target, size):
+    os.makedirs(target, exist_ok=True)
+    _call("mount", b"tmpfs", target.encode(), b"tmpfs", MS_NOSUID | MS_NODEV, f"size={int(size)},mode=1777".encode())
+
+
+def isolate_supervisor(request):
+    """In the supervisor: new namespaces and private, capped scratch space (still privileged here)."""
+    _call("unshare", CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS)
+    _call("mount", None, b"/", None, MS_REC | MS_PRIVATE, None)
+    scratch = request["limits"]["scratch_bytes"]
+    _mount_tmpfs("/tmp", scratch)
+    _mount_tmpfs("/dev/shm", scratch)
+    workdir = request["workdir"]
+    os.makedirs(workdir, mode=0o700)
+    os.chown(workdir, request["uid"], request["uid"])
+    cache = request.get("compilation_cache")
+    if cache and os.path.isdir(cache["readonly"]):
+        shutil.copytree(cache["readonly"], cache["writable"])
+        for top, dirs, files in os.walk(cache["writable"]):
+            for name in [top, *(os.path.join(top, f) for f in files)]:
+                os.chown(name, request["uid"], request["uid"])
+
+
+def become_run(request, fds):
+    """In the run's process (pid 1 of its namespace): limits, fds, uid; then the job; then the harness."""
+    try:
+        _call("mount", b"proc", b"/proc", b"proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, None)
+    except OSError:
+        pass  # /proc then shows the zygote's namespace read-only; nothing of the grader is in it
+    limits = request["limits"]
+    for which, value in ((resource.RLIMIT_DATA, limits["memory_bytes"]), (resource.RLIMIT_CPU, limits["cpu_seconds"]),
+                         (resource.RLIMIT_FSIZE, limits["file_size_bytes"]),
+                         (resource.RLIMIT_NPROC, limits["max_processes"]), (resource.RLIMIT_CORE, 0)):
+        resource.setrlimit(which, (int(value), int(value)))
+    # Move our pipes above the low fds first, so that placing them cannot clobber one another.
+    job_fd, output_fd, channel_fd = (fcntl.fcntl(fds[name], fcntl.F_DUPFD, 100) for name in ("job", "output", "channel"))
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)
+    os.dup2(output_fd, 1)
+    os.dup2(output_fd, 2)
+    os.dup2(channel_fd, CHANNEL_FD)
+    os.closerange(CHANNEL_FD + 1, job_fd)
+    os.closerange(job_fd + 1, 65536)
+    uid = request["uid"]
+    os.setgroups([])
+    os.setresgid(uid, uid, uid)
+    os.setresuid(uid, uid, uid)            # from root to another uid: every capability is dropped
+    _call("prctl", PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
+    os.chdir(request["workdir"])
+    os.environ.clear()
+    os.environ.update(request["environment"])
+    chunks = []
+    while True:
+        data = os.read(job_fd, 1 << 20)
+        if not data:
+            break
+        chunks.append(data)
+    os.close(job_fd)
+    job = json.loads(b"".join(chunks))
+    job["channel_fd"] = CHANNEL_FD
+    sys.stdout = open(1, "w", buffering=1, closefd=False, encoding="utf-8", errors="backslashreplace")
+    sys.stderr = open(2, "w", buffering=1, closefd=False, encoding="utf-8", errors="backslashreplace")
+    import harness
+    harness.serve(job)
+
+
+def supervise(request, fds):
+    """The supervisor: isolate, fork the run, enforce the wall limit, report how it ended."""
+    status_fd = fds["status"]
+    report = {"returncode": None, "killed_at_wall_limit": False}
+    try:
+        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+        isolate_supervisor(request)
+        pid = os.fork()
+        if pid == 0:
+            try:
+                os.close(status_fd)
+                become_run(request, fds)
+            except BaseException as error:  # before student code: the grader's own failure, told on stderr
+                os.write(2, f"sandbox setup failed: {type(error).__name__}: {error}\n".encode())
+            os._exit(70)
+        for fd in (fds["job"], fds["output"], fds["channel"]):
+            os.close(fd)
+        deadline = time.monotonic() + request["limits"]["wall_seconds"]
+        while True:
+            done, status = os.waitpid(pid, os.WNOHANG)
+            if done:
+                break
+            if time.monotonic() >= deadline:
+                os.kill(pid, signal.SIGKILL)     # pid 1 of the namespace: everything in it dies too
+                report["killed_at_wall_limit"] = True
+                _, status = os.waitpid(pid, 0)
+                break
+            time.sleep(0.01)
+        report["returncode"] = -os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status)
+        usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+        report["cpu_seconds"] = round(usage.ru_utime + usage.ru_stime, 3)
+        report["max_rss_bytes"] = usage.ru_maxrss * 1024
+    except BaseException as error:
+        report["error"] = f"{type(error).__name__}: {error}"
+    try:
+        os.write(status_fd, json.dumps(report).encode())
+    finally:
+        os._exit(0)
+
+
+FD_NAMES = ("job", "output", "channel", "status")
+
+
+def serve(sock):
+    """Accept requests forever; each is answered by a forked supervisor. Never runs anything of a request."""
+    signal.signal(signal.SIGCHLD, signal.SIG_IGN)   # supervisors are reaped by the kernel
+    sock.sendall(b"ready\n")
+    while True:
+        try:
+            message, fds, _, _ = socket.recv_fds(sock, 1 << 16, len(FD_NAMES))
+        except OSError:
+            return
+        if not message:
+            return
+        if message == b"stats" and not fds:   # the benchmark asks how much memory this process has used
+            usage = resource.getrusage(resource.RUSAGE_SELF)
+            sock.sendall(json.dumps({"max_rss_bytes": usage.ru_maxrss * 1024}).encode())
+            continue
+        if len(fds) != len(FD_NAMES):
+            for fd in fds:
+                os.close(fd)
+            continue
+        request = json.loads(message)
+        named = dict(zip(FD_NAMES, fds))
+        if os.fork() == 0:
+            sock.close()
+            supervise(request, named)
+        for fd in fds:
+            os.close(fd)
+
+
+def main():
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))   # harness.py sits beside this file
+    sock = socket.socket(fileno=int(sys.argv[1]))
+    os.environ["JAX_PLATFORMS"] = "cpu"
+    import numpy  # noqa: F401  (the imports every run would pay for)
+    import jax  # noqa: F401
+    import jax.numpy  # noqa: F401
+    import harness  # noqa: F401
+    serve(sock)
+
+
+if __name__ == "__main__":
+    main()
