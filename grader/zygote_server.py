@@ -19,6 +19,7 @@ Two runs never share a process, a writable directory, a cache layer, a uid or a 
 
 import ctypes
 import fcntl
+import gc
 import json
 import os
 import resource
@@ -151,6 +152,7 @@ def supervise(request, fds):
 
 
 FD_NAMES = ("job", "output", "channel", "status")
+PRELOAD = ("numpy", "numpy.testing", "jax", "jax.numpy", "jax.ad_checkpoint", "concurrent.futures", "harness")
 
 
 def serve(sock):
@@ -185,10 +187,13 @@ def main():
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))   # harness.py sits beside this file
     sock = socket.socket(fileno=int(sys.argv[1]))
     os.environ["JAX_PLATFORMS"] = "cpu"
-    import numpy  # noqa: F401  (the imports every run would pay for)
-    import jax  # noqa: F401
-    import jax.numpy  # noqa: F401
-    import harness  # noqa: F401
+    import importlib
+    for module in PRELOAD:   # what every run would otherwise import again
+        try:
+            importlib.import_module(module)
+        except ImportError:
+            pass
+    gc.freeze()   # the runs are forks: keep the collector from touching (and so copying) these shared pages
     serve(sock)
 
 
