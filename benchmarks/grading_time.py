@@ -1,17 +1,19 @@
 """Benchmark: seconds per graded submission against a bare `python file.py` run of the same files, same run.
 
-    .venv/bin/python benchmarks/grading_time.py [--copies 6] [--workers 1 2] [--isolation bubblewrap unshare]
+    .venv/bin/python benchmarks/grading_time.py [--copies 6] [--workers 1 2] [--isolation fork-server bubblewrap unshare]
 
 Grades N distinct copies of the reference solution (a comment line makes each file, and so each hash,
 distinct) through the real batch path, both scenarios, full sandbox, and runs the same files bare, one
 after another. Prints wall seconds per submission for each, and the ratio grading/bare. Grading runs two
 scenarios per file, so a ratio near 2 with one worker means the harness itself costs little. With several
-`--isolation` strategies it grades the same files under each, so their costs compare within one run.
+`--isolation` strategies it grades the same files under each, so their costs compare within one run:
+`fork-server` is what `grader grade` uses; the others start a fresh sandboxed interpreter per run.
 """
 
 from __future__ import annotations
 
 import argparse
+from contextlib import contextmanager
 import statistics
 import subprocess
 import sys
@@ -22,21 +24,28 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+import grader.batch  # noqa: E402
 import grader.sandbox  # noqa: E402
+from grader.runners import fast_runner  # noqa: E402
 from grader.assignment import load  # noqa: E402
 from grader.isolation import Bubblewrap, ProcessGroup, Unshare  # noqa: E402
 from grader.batch import grade_folder  # noqa: E402
 from grader.reference import reference_facts  # noqa: E402
 
 
-STRATEGIES = {"bubblewrap": Bubblewrap, "unshare": Unshare, "process-group": ProcessGroup}
+STRATEGIES = {"fork-server": Bubblewrap, "bubblewrap": Bubblewrap, "unshare": Unshare, "process-group": ProcessGroup}
+
+
+@contextmanager
+def no_fork_server(*args, **kwargs):
+    yield None
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--copies", type=int, default=6)
     parser.add_argument("--workers", type=int, nargs="+", default=[1, 2])
-    parser.add_argument("--isolation", nargs="+", choices=sorted(STRATEGIES), default=["bubblewrap", "unshare"])
+    parser.add_argument("--isolation", nargs="+", choices=sorted(STRATEGIES), default=["fork-server", "bubblewrap", "unshare"])
     args = parser.parse_args()
     assignment = load("performance-05", ROOT)
     source = assignment.solution_path.read_text()
@@ -58,6 +67,7 @@ def main() -> None:
         for round_, (strategy, workers) in enumerate([(s, w) for s in args.isolation for w in args.workers]):
             isolation = STRATEGIES[strategy]()
             grader.sandbox.strongest_available = lambda isolation=isolation: isolation
+            grader.batch.fast_runner = fast_runner if strategy == "fork-server" else no_fork_server
             out = Path(scratch) / f"out-{round_}-{strategy}-{workers}"
             (out / ".grader-cache").mkdir(parents=True)
             for cached in (Path(scratch) / "cache").iterdir():

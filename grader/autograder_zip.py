@@ -23,15 +23,14 @@ from __future__ import annotations
 
 import io
 import json
-import os
 import re
-import tempfile
 import tomllib
 import zipfile
 from importlib import metadata
 from pathlib import Path
 
 from .assignment import Assignment
+from .writers import atomic_write
 
 FIXED_TIME = (1980, 1, 1, 0, 0, 0)
 PLUGIN_NAME = "grader.otter_plugin.SandboxedGrader"   # = grader.otter_plugin.PLUGIN_NAME (not imported: it loads otter)
@@ -163,19 +162,5 @@ def write_autograder_zip(assignment: Assignment, out_dir: Path) -> Path:
     """Write `out_dir/<id>-autograder.zip` atomically; returns its path."""
     out_dir.mkdir(parents=True, exist_ok=True)
     path = out_dir / zip_name(assignment)
-    data = build_zip_bytes(assignment)
-    handle, temp = tempfile.mkstemp(dir=out_dir, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(handle, "wb") as stream:
-            stream.write(data)
-            stream.flush()
-            os.fsync(stream.fileno())
-        os.chmod(temp, 0o644)
-        os.replace(temp, path)
-    except BaseException:
-        try:
-            os.unlink(temp)
-        except OSError:
-            pass
-        raise
+    atomic_write(path, build_zip_bytes(assignment), mode=0o644)
     return path

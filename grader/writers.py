@@ -17,15 +17,17 @@ from .lms_csv import canvas_column, canvas_csv, final_grades_csv
 STUDENT_VISIBLE = ("visible", "after_published")
 
 
-def atomic_write(path: Path, text: str) -> None:
+def atomic_write(path: Path, data: str | bytes, mode: int | None = None) -> None:
     """Write to a temp file in the same folder, then rename: a reader never sees a torn file."""
     path.parent.mkdir(parents=True, exist_ok=True)
     handle, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
-        with os.fdopen(handle, "w", encoding="utf-8", newline="") as stream:
-            stream.write(text)
+        with os.fdopen(handle, "wb") as stream:
+            stream.write(data.encode("utf-8") if isinstance(data, str) else data)
             stream.flush()
             os.fsync(stream.fileno())
+        if mode is not None:
+            os.chmod(temp, mode)
         os.replace(temp, path)
     except BaseException:
         try:

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import grader.assignment
 from grader.writers import atomic_write, remove_torn_writes
+from live_processes import processes_with
 
 SLEEPER = "66.2718"   # every submission starts `sleep SLEEPER`: a sandbox that outlived its grader would show it
 
@@ -24,17 +25,6 @@ def _grader(*args: str) -> list[str]:
 
 def _records(out: Path) -> dict[str, dict]:
     return {p.stem: json.loads(p.read_text(encoding="utf-8")) for p in out.glob("*.json")}
-
-
-def _sleepers() -> list[int]:
-    found = []
-    for entry in Path("/proc").iterdir():
-        try:
-            if entry.name.isdigit() and SLEEPER in (entry / "cmdline").read_bytes().decode(errors="replace"):
-                found.append(int(entry.name))
-        except OSError:
-            continue
-    return found
 
 
 def test_a_killed_batch_resumes_without_regrading_or_torn_files(tmp_path):
@@ -60,9 +50,9 @@ def test_a_killed_batch_resumes_without_regrading_or_torn_files(tmp_path):
     torn.write_text('{"submission": "ann", "sco', encoding="utf-8")
 
     deadline = time.monotonic() + 5
-    while _sleepers() and time.monotonic() < deadline:
+    while processes_with(SLEEPER) and time.monotonic() < deadline:
         time.sleep(0.1)
-    assert _sleepers() == [], "a sandbox outlived the killed grader"
+    assert processes_with(SLEEPER) == [], "a sandbox outlived the killed grader"
 
     resumed = subprocess.run(_grader("grade", str(submissions), "--out", str(out), "--workers", "1"),
                              capture_output=True, text=True, timeout=300)

@@ -22,6 +22,7 @@ import pytest
 from grader.isolation import Bubblewrap
 from grader.sandbox import Limits, run_job
 from grader.zygote import ForkServer
+from live_processes import processes_with
 from grader.snapshot import Opaque, build_snapshot
 
 FAST = Limits(wall_seconds=8, soft_seconds=3, statement_grace_seconds=1, cpu_seconds=20,
@@ -502,27 +503,11 @@ def test_instructor_files_are_invisible_to_the_child():
     assert snap.values["leaked"] is None, "student code read the reference solution"
 
 
-def _processes_with(token: str) -> list[int]:
-    """Host pids of live processes whose command line contains `token` (pids inside a namespace differ)."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-            state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
-        except (OSError, IndexError):
-            continue
-        if token in cmdline and state not in ("Z", "X"):
-            found.append(int(entry.name))
-    return found
-
-
 def _assert_none_left(token: str) -> None:
     deadline = time.monotonic() + 3
-    while _processes_with(token) and time.monotonic() < deadline:
+    while processes_with(token) and time.monotonic() < deadline:
         time.sleep(0.05)
-    left = _processes_with(token)
+    left = processes_with(token)
     for pid in left:  # never leave strays behind, even when the assertion fails
         os.kill(pid, signal.SIGKILL)
     assert left == [], f"processes outlived the sandbox: {left}"

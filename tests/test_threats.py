@@ -26,8 +26,10 @@ import pytest
 
 import grader.assignment
 import grader.batch
-from case_expectations import record_problems, shape_problems, summary
 from grader.isolation import Bubblewrap, strongest_available
+
+from case_expectations import record_problems, shape_problems, summary
+from live_processes import processes_with
 
 THREATS = Path(__file__).with_name("threats")
 EXPECTED = ".expected.toml"
@@ -72,20 +74,6 @@ def _marked_files(roots: list[Path], since: float) -> list[str]:
     return found
 
 
-def _processes_with(tokens: tuple[str, ...]) -> list[str]:
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-        except OSError:
-            continue
-        if any(token in cmdline for token in tokens):
-            found.append(f"{entry.name}: {cmdline}")
-    return found
-
-
 @dataclass
 class Batch:
     records: dict[str, dict]
@@ -93,7 +81,7 @@ class Batch:
     groups: list[str]
     check_ids: set[str]
     marked: list[str]
-    leftovers: list[str]
+    leftovers: list[int]
     connections: int
     submissions_unchanged: bool
     seconds: float
@@ -129,10 +117,10 @@ def batch(tmp_path_factory) -> Batch:
     for path in out.glob("*.json"):
         record = json.loads(path.read_text(encoding="utf-8"))
         records[record["submission"]] = record
-    leftovers = _processes_with(LEFTOVER_TOKENS)
-    for line in leftovers:  # never leave strays, even when the assertion below fails
+    leftovers = processes_with(*LEFTOVER_TOKENS)
+    for pid in leftovers:  # never leave strays, even when the assertion below fails
         try:
-            os.kill(int(line.split(":")[0]), 9)
+            os.kill(pid, 9)
         except OSError:
             pass
     return Batch(records=records, out=out, groups=list(assignment.groups), check_ids={c.id for c in assignment.checks},
