@@ -33,7 +33,9 @@ import time
 
 CLONE_NEWNS, CLONE_NEWUTS, CLONE_NEWIPC = 0x00020000, 0x04000000, 0x08000000
 CLONE_NEWPID, CLONE_NEWNET = 0x20000000, 0x40000000
-MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_REC, MS_PRIVATE = 2, 4, 8, 16384, 1 << 18
+MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_REMOUNT, MS_BIND, MS_MOVE = 1, 2, 4, 8, 32, 4096, 8192
+MS_REC, MS_PRIVATE = 16384, 1 << 18
+STAGING = "/grader-staging"   # where each run's /tmp is assembled before it is moved into place
 PR_SET_NO_NEW_PRIVS = 38
 CHANNEL_FD = 3
 LIBC = ctypes.CDLL(None, use_errno=True)
@@ -50,12 +52,36 @@ def _mount_tmpfs(target, size):
     _call("mount", b"tmpfs", target.encode(), b"tmpfs", MS_NOSUID | MS_NODEV, f"size={int(size)},mode=1777".encode())
 
 
+def mounts_under(folder):
+    """Mount points below `folder` in this mount namespace (the sandbox's read-only binds, e.g. a venv in /tmp)."""
+    points = []
+    with open("/proc/self/mountinfo") as stream:
+        for line in stream:
+            point = line.split()[4].replace("\\040", " ")
+            if point.startswith(folder + "/"):
+                points.append(point)
+    return sorted(points, key=len)
+
+
+def fresh_tmp(size):
+    """A new, empty, capped tmpfs on /tmp that still shows the read-only binds the old one had (a virtualenv that
+    lives under /tmp must stay importable): built aside, then moved over /tmp."""
+    keep = mounts_under("/tmp")
+    _mount_tmpfs(STAGING, size)
+    for point in keep:
+        target = STAGING + point[len("/tmp"):]
+        os.makedirs(target, mode=0o755, exist_ok=True)
+        _call("mount", point.encode(), target.encode(), None, MS_BIND | MS_REC, None)
+        _call("mount", None, target.encode(), None, MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV, None)
+    _call("mount", STAGING.encode(), b"/tmp", None, MS_MOVE, None)
+
+
 def isolate_supervisor(request):
     """In the supervisor: new namespaces and private, capped scratch space (still privileged here)."""
     _call("unshare", CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS)
     _call("mount", None, b"/", None, MS_REC | MS_PRIVATE, None)
     scratch = request["limits"]["scratch_bytes"]
-    _mount_tmpfs("/tmp", scratch)
+    fresh_tmp(scratch)
     _mount_tmpfs("/dev/shm", scratch)
     workdir = request["workdir"]
     os.makedirs(workdir, mode=0o700)
@@ -185,6 +211,7 @@ def serve(sock):
 
 def main():
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))   # harness.py sits beside this file
+    os.makedirs(STAGING, exist_ok=True)
     sock = socket.socket(fileno=int(sys.argv[1]))
     os.environ["JAX_PLATFORMS"] = "cpu"
     import importlib
