@@ -68,14 +68,14 @@ class CheckFile(TestFile):
 
     @classmethod
     def from_file(cls, path):
-        raise NotImplementedError("checks come from the sandboxed grader, not from test files")
+        raise TypeError("checks come from the sandboxed grader, not from test files")
 
     @classmethod
     def from_metadata(cls, s, path):
-        raise NotImplementedError("checks come from the sandboxed grader, not from notebook metadata")
+        raise TypeError("checks come from the sandboxed grader, not from notebook metadata")
 
     def run(self, global_environment):
-        raise NotImplementedError("checks never run in otter's kernel")
+        raise TypeError("checks never run in otter's kernel")
 
 
 class SandboxedGradingResults(GradingResults):
