@@ -25,7 +25,7 @@ import time
 from pathlib import Path
 
 from . import compile_cache
-from .isolation import NAMESPACES, UIDS, Bubblewrap, _parents_traversable, system_view
+from .isolation import NAMESPACES, UIDS, Bubblewrap, _parents_traversable, strongest_available, system_view
 from .sandbox import RawRun, child_environment, pump
 from .sandbox_limits import Limits
 
@@ -59,7 +59,7 @@ class ForkServer:
     # ---- lifecycle ----------------------------------------------------------------------------------------
 
     def start(self) -> "ForkServer":
-        if os.geteuid() != 0 or not Bubblewrap().works():
+        if os.geteuid() != 0 or not isinstance(strongest_available(), Bubblewrap):
             raise ForkServerError("the fork server needs root and bubblewrap")
         self._runtime = Path(tempfile.mkdtemp(prefix="grader-zygote-"))
         os.chmod(self._runtime, 0o755)
@@ -190,13 +190,12 @@ class ForkServer:
         return raw
 
     def _restart(self) -> None:
-        cache, python = self.compile_cache, self.python
+        """A run outlived its supervisor's wall limit: replace the whole server (runs in flight end with it)."""
         self.close()
-        self.__init__(cache, python)
         try:
             self.start()
         except ForkServerError:
-            pass
+            pass  # later runs report that the sandbox failed to start them
 
 
 def _write_all(fd: int, data: bytes) -> None:

@@ -23,11 +23,9 @@ import gc
 import json
 import os
 import resource
-import select
 import shutil
 import signal
 import socket
-import struct
 import sys
 import time
 

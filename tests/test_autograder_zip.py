@@ -9,7 +9,6 @@ unpickle in its process, and an `otter/` package that would shadow otter inside 
 from __future__ import annotations
 
 import csv
-import io
 import json
 import os
 import pickle

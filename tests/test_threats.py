@@ -105,7 +105,7 @@ def batch(tmp_path_factory) -> Batch:
         (submissions / f"{case}.py").write_text(text, encoding="utf-8")
     before = _tree_digest(submissions)
     started = time.time()
-    result = grader.batch.grade_folder(assignment, submissions, out, workers=2, regrade=True)
+    grader.batch.grade_folder(assignment, submissions, out, workers=2, regrade=True)
     seconds = time.time() - started
     time.sleep(4)  # the daemon threat wakes after 3 s: give it the chance to act if it survived
     readable, _, _ = select.select([listener], [], [], 0)
