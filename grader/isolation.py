@@ -160,9 +160,9 @@ class Bubblewrap(Isolation):
     def namespace_prefix(self, workdir: Path, limits: Limits) -> list[str]:
         args = [self.bwrap, *NAMESPACES, *system_view(limits.scratch_bytes)]
         for host, inside in self.writable:
-            args += _parents_traversable(Path(inside)) + ["--bind", str(host), str(inside)]
+            args += parents_traversable(Path(inside)) + ["--bind", str(host), str(inside)]
         # The working dir lives in the private tmpfs at the same path as the host's; only the harness is bound in.
-        args += _parents_traversable(workdir) + ["--perms", "1777", "--dir", str(workdir)]
+        args += parents_traversable(workdir) + ["--perms", "1777", "--dir", str(workdir)]
         harness = workdir / HARNESS_NAME
         if harness.exists():
             args += ["--ro-bind", str(harness), str(harness)]
@@ -201,7 +201,7 @@ def system_view(scratch_bytes: int) -> list[str]:
              "--size", str(scratch_bytes), "--perms", "1777", "--tmpfs", "/dev/shm",
              "--size", str(scratch_bytes), "--perms", "1777", "--tmpfs", "/tmp"]
     for path in python_dirs():
-        args += _parents_traversable(path) + ["--ro-bind", str(path), str(path)]
+        args += parents_traversable(path) + ["--ro-bind", str(path), str(path)]
     return args
 
 
@@ -226,7 +226,7 @@ def python_dirs() -> list[Path]:
     return kept
 
 
-def _parents_traversable(path: Path) -> list[str]:
+def parents_traversable(path: Path) -> list[str]:
     """bwrap creates missing parents as root-only dirs; make each one enterable by the child's uid."""
     args: list[str] = []
     for parent in reversed(Path(path).parents):

@@ -25,7 +25,7 @@ import time
 from pathlib import Path
 
 from . import compile_cache
-from .isolation import NAMESPACES, UIDS, Bubblewrap, _parents_traversable, strongest_available, system_view
+from .isolation import NAMESPACES, UIDS, Bubblewrap, parents_traversable, strongest_available, system_view
 from .sandbox import RawRun, child_environment, pump
 from .sandbox_limits import Limits
 
@@ -70,7 +70,7 @@ class ForkServer:
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         self._log = tempfile.TemporaryFile()
         argv = [Bubblewrap.bwrap, *NAMESPACES, *system_view(Limits().scratch_bytes),
-                *_parents_traversable(Path(RUNTIME)), "--ro-bind", str(self._runtime), RUNTIME]
+                *parents_traversable(Path(RUNTIME)), "--ro-bind", str(self._runtime), RUNTIME]
         if self.compile_cache:
             argv += ["--ro-bind", str(self.compile_cache), CACHE]
         for capability in CAPABILITIES:
