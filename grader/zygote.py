@@ -26,7 +26,7 @@ from pathlib import Path
 
 from . import compile_cache
 from .isolation import NAMESPACES, UIDS, Bubblewrap, parents_traversable, strongest_available, system_view
-from .sandbox import RawRun, child_environment, pump
+from .sandbox import RawRun, child_environment, pump, run_job
 from .sandbox_limits import Limits
 
 RUNTIME = "/grader-runtime"          # harness.py and zygote_server.py, read-only, inside the sandbox
@@ -34,6 +34,7 @@ CACHE = "/grader-compile-cache"      # the warmed compilation cache, read-only, 
 CAPABILITIES = ("CAP_SYS_ADMIN", "CAP_SETUID", "CAP_SETGID", "CAP_CHOWN", "CAP_DAC_OVERRIDE", "CAP_FOWNER")
 START_SECONDS = 120
 WALL_GRACE_SECONDS = 10              # the supervisor kills at the wall limit; this is the backstop
+SETUP_FAILED = 70                    # zygote_server's exit status when a run could not be set up
 
 
 class ForkServerError(RuntimeError):
@@ -135,7 +136,19 @@ class ForkServer:
     # ---- one run ------------------------------------------------------------------------------------------
 
     def run_job(self, job: dict, limits: Limits) -> RawRun:
-        """Run one harness job in a fresh isolated child of the fork server; always returns."""
+        """Run one harness job in a fresh isolated child of the fork server; always returns.
+
+        A failure of the server itself (dead, or a supervisor that could not set a run up) must not cost the
+        student anything: the server is restarted and the run tried again, then run in a fresh sandboxed
+        interpreter instead."""
+        raw = self._run_once(job, limits)
+        if raw is None:
+            self._restart()
+            raw = self._run_once(job, limits)
+        return raw if raw is not None else run_job(job, limits)
+
+    def _run_once(self, job: dict, limits: Limits) -> RawRun | None:
+        """The run's RawRun, or None when the fork server failed (not the student's code)."""
         started = time.monotonic()
         raw = RawRun(isolation=self.description)
         uid = UIDS.take()
@@ -151,19 +164,20 @@ class ForkServer:
         if self.compile_cache:
             request["compilation_cache"] = {"readonly": CACHE, "writable": compile_cache.SANDBOX_PATH}
             job = {**job, "compilation_cache_dir": compile_cache.SANDBOX_PATH}
+        status: dict = {}
         try:
             with self._lock:
                 if not self._socket:
-                    raise ForkServerError("the fork server is not running")
+                    return None
                 socket.send_fds(self._socket, [json.dumps(request).encode()], theirs)
             for fd in theirs:
                 os.close(fd)
             theirs = []
             writer = threading.Thread(target=_write_all, args=(ours.pop("job"), json.dumps(job).encode()), daemon=True)
             writer.start()
-            status: dict = {}
             reader = threading.Thread(target=_read_status, args=(ours.pop("status"), status), daemon=True)
             reader.start()
+
             def wedged() -> None:  # the supervisor kills at the wall limit; if it has not, restart everything
                 raw.killed_at_wall_limit = True
                 self._restart()
@@ -171,14 +185,8 @@ class ForkServer:
             pump(ours["output"], ours["channel"], limits, raw, started + limits.wall_seconds + WALL_GRACE_SECONDS,
                  has_exited=lambda: not reader.is_alive(), at_deadline=wedged)
             reader.join(timeout=1)
-            raw.returncode = status.get("returncode")
-            raw.killed_at_wall_limit = raw.killed_at_wall_limit or bool(status.get("killed_at_wall_limit"))
-            raw.cpu_seconds = status.get("cpu_seconds")
-            raw.max_rss_bytes = status.get("max_rss_bytes")
-            if status.get("error"):
-                raw.channel_problem = f"the sandbox failed to start this run ({status['error']})"
-        except (OSError, ForkServerError) as error:
-            raw.channel_problem = f"the sandbox failed to start this run ({error})"
+        except OSError:
+            return None
         finally:
             for fd in [*theirs, *ours.values()]:
                 try:
@@ -187,6 +195,13 @@ class ForkServer:
                     pass
             UIDS.give_back(uid)
             raw.seconds = round(time.monotonic() - started, 3)
+        setup_failed = status.get("returncode") == SETUP_FAILED and raw.output_head.startswith(b"sandbox setup failed")
+        if (not status and not raw.killed_at_wall_limit) or status.get("error") or setup_failed:
+            return None
+        raw.returncode = status.get("returncode")
+        raw.killed_at_wall_limit = raw.killed_at_wall_limit or bool(status.get("killed_at_wall_limit"))
+        raw.cpu_seconds = status.get("cpu_seconds")
+        raw.max_rss_bytes = status.get("max_rss_bytes")
         return raw
 
     def _restart(self) -> None:

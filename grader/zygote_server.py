@@ -36,6 +36,7 @@ MS_REC, MS_PRIVATE = 16384, 1 << 18
 STAGING = "/grader-staging"   # where each run's /tmp is assembled before it is moved into place
 PR_SET_NO_NEW_PRIVS = 38
 CHANNEL_FD = 3
+SETUP_FAILED = 70   # exit status of a run that failed before student code: the grader reruns it elsewhere
 LIBC = ctypes.CDLL(None, use_errno=True)
 
 
@@ -149,7 +150,7 @@ def supervise(request, fds):
                 become_run(request, fds)
             except BaseException as error:  # before student code: the grader's own failure, told on stderr
                 os.write(2, f"sandbox setup failed: {type(error).__name__}: {error}\n".encode())
-            os._exit(70)
+            os._exit(SETUP_FAILED)
         for fd in (fds["job"], fds["output"], fds["channel"]):
             os.close(fd)
         deadline = time.monotonic() + request["limits"]["wall_seconds"]

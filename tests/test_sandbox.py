@@ -537,3 +537,13 @@ def test_a_grandchild_that_leaves_the_process_group_is_killed_too():
 def test_isolation_is_described_in_every_run():
     snap, raw = run("a = 1\n", ["a"])
     assert raw.isolation and snap.isolation == raw.isolation
+
+
+def test_a_dead_fork_server_costs_the_student_nothing():
+    """The server dies (killed, out of memory): the next run restarts it and is graded as if nothing happened."""
+    with ForkServer() as server:
+        server._process.kill()
+        server._process.wait()
+        raw = server.run_job(job("a = 6 * 7\n", ["a"]), FAST)
+        assert build_snapshot(raw, "baseline", 18).values["a"] == 42
+        assert server._process.poll() is None, "the server was not restarted"
