@@ -65,7 +65,7 @@ def bare_seconds(files: list[Path], cwd: Path) -> list[float]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sizes", type=int, nargs="+", default=[20, 100, 400])
-    parser.add_argument("--bare", type=int, default=6, help="files run bare for the baseline (M)")
+    parser.add_argument("--bare", type=int, default=10, help="files run bare for the baseline (M)")
     parser.add_argument("--workers", type=int, default=None)
     args = parser.parse_args()
     assignment = load("performance-05", ROOT)
@@ -85,7 +85,11 @@ def main() -> None:
         pool.mkdir()
         for index in range(biggest):
             (pool / f"s{index:04d}.py").write_text(honest_variant(solution, index))
-        bare = bare_seconds(sorted(pool.iterdir())[: args.bare], scratch)
+        # The bare sample is spread evenly over the smallest class (a subset of every class), so it has the same
+        # mix of ways of writing the exercises as the classes it is compared with.
+        smallest = sorted(pool.iterdir())[: min(args.sizes)]
+        step = max(1, len(smallest) // args.bare)
+        bare = bare_seconds(smallest[::step][: args.bare], scratch)
         bare_per_file = statistics.mean(bare)
         print(f"bare `python file.py`, sequential: {bare_per_file:.2f} s per file (n={len(bare)}, "
               f"min {min(bare):.2f}, max {max(bare):.2f}) = {60 / bare_per_file:.1f} files/min")
