@@ -18,6 +18,7 @@ from .reference import reference_facts
 from .runners import fast_runner
 from .runs import fresh_variant_seed
 from .summary import summary_table
+from .verdicts import mark
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -124,8 +125,7 @@ def _check(assignment, args) -> int:
     visible = [c for c in record["checks"] if c["visibility"] == "visible"]
     print(f"{assignment.title} — {args.file}")
     for check in visible:
-        mark = "PASS" if check["score"] >= check["max_score"] else ("PART" if check["score"] > 0 else "FAIL")
-        print(f"[{mark}] {check['id']} ({check['score']:g}/{check['max_score']:g})")
+        print(f"[{mark(check['score'], check['max_score']).upper()}] {check['id']} ({check['score']:g}/{check['max_score']:g})")
         for line in check["feedback"].splitlines():
             print(f"       {line}")
     for message in record["messages"]:

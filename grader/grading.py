@@ -14,6 +14,7 @@ from .runs import Runner, run_scenario, scenario_seed
 from .scaffold import unfinished_exercises
 from .snapshot import Snapshot
 from .values import json_safe
+from .verdicts import ISOLATION_PREFIX
 
 MEMORY_SIGNS = ("MemoryError", "std::bad_alloc", "Cannot allocate memory", "RESOURCE_EXHAUSTED", "out of memory")
 
@@ -35,7 +36,7 @@ def grade(assignment: Assignment, submission: Submission, facts: dict, variant_s
         messages += run_messages(assignment, name, snapshot, snapshots.get("baseline"))
     baseline = snapshots["baseline"]
     isolation = sorted({s.isolation for s in snapshots.values()})
-    messages.append(f"Isolation used: {', '.join(isolation)}.")
+    messages.append(f"{ISOLATION_PREFIX}{', '.join(isolation)}.")
     record = assemble(assignment, submission, "graded", checks, messages, variant_seed,
                       output=_output(baseline), runs={n: run_summary(s) for n, s in snapshots.items()})
     if assignment.figure_name:

@@ -23,14 +23,12 @@ import jinja2
 from markupsafe import Markup, escape
 
 from .discovery import safe_filename
+from .verdicts import ISOLATION_PREFIX, limit_notes, mark
 from .writers import STUDENT_VISIBLE, atomic_write
 
 TEMPLATES = Path(__file__).with_name("report_templates")
 OUTPUT_SHOWN_CHARS = 20000  # of the head and of the tail each: the page stays small for a 1 MiB output
 TOP_MESSAGES = 15
-ISOLATION_PREFIX = "Isolation used: "
-LIMIT_ENDINGS = {"killed_wall", "exited_early"}
-LIMIT_WORDS = re.compile(r"\blimit\b|ran out of memory|was stopped|killed by|only the first and last", re.IGNORECASE)
 
 
 def _figures():
@@ -60,10 +58,6 @@ def feedback_page_name(submission_id: str) -> str:
     return f"{safe_filename(submission_id)}.feedback.html"
 
 
-def _mark(score: float, max_score: float) -> str:
-    return "pass" if score >= max_score else ("partial" if score > 0 else "fail")
-
-
 def _percent(record: dict) -> float:
     return 100.0 * record["score"] / record["max_score"] if record.get("max_score") else 0.0
 
@@ -83,16 +77,6 @@ def _isolation(record: dict) -> str | None:
         if isinstance(message, str) and message.startswith(ISOLATION_PREFIX):
             return message[len(ISOLATION_PREFIX):].rstrip(".")
     return None
-
-
-def _limit_notes(record: dict) -> list[str]:
-    """Why a graded submission counts as having hit a limit (empty when it did not)."""
-    notes = [m for m in record.get("messages", []) if isinstance(m, str) and not m.startswith(ISOLATION_PREFIX)
-             and LIMIT_WORDS.search(m)]
-    for scenario, run in (record.get("runs") or {}).items():
-        if isinstance(run, dict) and run.get("ending") in LIMIT_ENDINGS and not any(scenario in n for n in notes):
-            notes.append(f"The {scenario} run ended with {run['ending']}.")
-    return notes
 
 
 # ---- class report ------------------------------------------------------------------------------------
@@ -143,7 +127,7 @@ def class_context(records: list[dict], assignment, run_info: dict) -> dict[str, 
     problems = [{"id": r["submission"], "page": feedback_page_name(r["submission"]), "status": r.get("status"),
                  "reasons": r.get("messages", [])[:1] or ["unknown reason"]} for r in errored]
     problems += [{"id": r["submission"], "page": feedback_page_name(r["submission"]), "status": "hit a limit",
-                  "reasons": notes} for r in graded if (notes := _limit_notes(r))]
+                  "reasons": notes} for r in graded if (notes := limit_notes(r))]
 
     percents = [_percent(r) for r in records]
     environment = dict(run_info.get("environment") or (records[0].get("environment", {}) if records else {}))
@@ -190,10 +174,10 @@ def student_context(record: dict, assignment, reference_figures: dict, cache,
         if current is None or check["group"] != current["group"]:
             current = {"group": check["group"], "title": titles.get(check["group"], check["group"]), "checks": []}
             sections.append(current)
-        current["checks"].append({**check, "mark": _mark(check["score"], check["max_score"])})
+        current["checks"].append({**check, "mark": mark(check["score"], check["max_score"])})
 
     groups = [{"name": name, "title": titles.get(name, name), "score": value["score"], "max_score": value["max_score"],
-               "mark": _mark(value["score"], value["max_score"]),
+               "mark": mark(value["score"], value["max_score"]),
                "width": max(0.0, min(100.0, 100.0 * value["score"] / value["max_score"])) if value["max_score"] else 0.0}
               for name, value in record.get("groups", {}).items()]
 

@@ -5,8 +5,8 @@ the only contract with the solution file. Each statement of a region becomes a s
 
 - `name = f(args)` becomes `name = f(...)  # TODO: compute name` when `f` is one of the assignment's hint calls
   (an API worth showing), else `name = ...  # TODO: compute name`; tuple targets keep their shape
-  (`_, b = ..., ...` still unpacks). Run untouched, a name is left as the placeholder `...` (the grader says it
-  is still a TODO), or a hint call raises on its `...` and the grader reports the name missing, with that error.
+  (`_, b = ..., ...` still unpacks). Run untouched, a name is left as the placeholder `...`, or a hint call
+  raises on its `...`; either way the grader reports the name as still a TODO.
 - Statements that only check or print results (`assert`, and the assignment's check calls such as `print`) are
   kept so students can self-check, but every part of them that does not look at an answer name (an expected
   value, computed or typed in) becomes `...`; text labels and literal options such as `rtol=3e-3` stay.

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import statistics
 
+from .verdicts import limit_notes
+
 LISTED = 40   # submissions listed one per line up to this many; beyond, only the ones that need a look
 
 
@@ -19,17 +21,13 @@ def summary_table(records: list[dict], groups: dict[str, dict]) -> str:
     if totals:
         lines.append(f"{'total':<24} {graded[0]['max_score']:>6g} {statistics.fmean(totals):>7.1f} "
                      f"(median {statistics.median(totals):g}, {len(graded)} graded, {len(records) - len(graded)} error)")
-    flagged = [r for r in records if r["status"] != "graded" or _hit_a_limit(r)]
+    flagged = [r for r in records if r["status"] != "graded" or limit_notes(r)]
     shown = sorted(records, key=lambda r: r["submission"]) if len(records) <= LISTED else flagged
     if shown:
         lines.append("")
         lines.append("submissions:" if len(records) <= LISTED else "submissions that errored or hit a limit:")
         for record in shown:
-            note = " (hit a limit)" if _hit_a_limit(record) else ""
+            note = " (hit a limit)" if limit_notes(record) else ""
             lines.append(f"  {record['submission']:<32} {record['score']:>6g} / {record['max_score']:g}  "
                          f"{record['status']}{note}")
     return "\n".join(lines)
-
-
-def _hit_a_limit(record: dict) -> bool:
-    return any(run.get("ending") in ("killed_wall", "exited_early") for run in record.get("runs", {}).values())

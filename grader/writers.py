@@ -12,6 +12,7 @@ from pathlib import Path
 from .discovery import safe_filename
 from .gradescope import results_json
 from .lms_csv import canvas_column, canvas_csv, final_grades_csv
+from .verdicts import mark
 
 
 STUDENT_VISIBLE = ("visible", "after_published")
@@ -96,9 +97,9 @@ def feedback_markdown(record: dict, visibilities: tuple[str, ...] = STUDENT_VISI
         if check["group"] != current:
             current = check["group"]
             lines += ["", f"## {current}", ""]
-        mark = "PASS" if check["score"] >= check["max_score"] else ("PARTIAL" if check["score"] > 0 else "FAIL")
+        verdict = mark(check["score"], check["max_score"]).upper()
         body = check["feedback"].replace("\n", "\n  ")
-        lines.append(f"- **{mark}** `{check['id']}` ({check['score']:g}/{check['max_score']:g}): {body}")
+        lines.append(f"- **{verdict}** `{check['id']}` ({check['score']:g}/{check['max_score']:g}): {body}")
     if record["messages"]:
         lines += ["", "## Notes on your run", ""] + [f"- {m}" for m in record["messages"]]
     output = record.get("output") or {}

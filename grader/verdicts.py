@@ -1,0 +1,24 @@
+"""How a result reads to people, defined once for the terminal, the Markdown and the HTML pages."""
+
+from __future__ import annotations
+
+import re
+
+ISOLATION_PREFIX = "Isolation used: "          # the record message that names the sandbox a run used
+LIMIT_ENDINGS = {"killed_wall", "exited_early"}
+LIMIT_WORDS = re.compile(r"\blimit\b|ran out of memory|was stopped|killed by|only the first and last", re.IGNORECASE)
+
+
+def mark(score: float, max_score: float) -> str:
+    """"pass", "partial" or "fail"."""
+    return "pass" if score >= max_score else ("partial" if score > 0 else "fail")
+
+
+def limit_notes(record: dict) -> list[str]:
+    """Why a submission counts as having hit a limit (empty when it did not)."""
+    notes = [m for m in record.get("messages", []) if isinstance(m, str) and not m.startswith(ISOLATION_PREFIX)
+             and LIMIT_WORDS.search(m)]
+    for scenario, run in (record.get("runs") or {}).items():
+        if isinstance(run, dict) and run.get("ending") in LIMIT_ENDINGS and not any(scenario in n for n in notes):
+            notes.append(f"The {scenario} run ended with {run['ending']}.")
+    return notes
