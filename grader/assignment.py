@@ -20,6 +20,20 @@ from typing import Any
 from .sandbox_limits import Limits
 
 VISIBILITIES = ("visible", "hidden", "after_published")
+EVIDENCE_BOUNDS = ("max_calls", "max_calls_per_statement", "max_arrays", "max_elements", "max_evaluations")
+BINDING_RULES = ("first", "last", "last number", "last vector")   # or "as_of <name>"
+
+
+def binding_rule_problem(rule: object, contract: list[str]) -> str | None:
+    """Why a [bindings] rule is not understood (None when it is)."""
+    if not isinstance(rule, str):
+        return "a rule is a string"
+    if rule in BINDING_RULES:
+        return None
+    kind, _, other = rule.partition(" ")
+    if kind == "as_of" and other in contract:
+        return None
+    return f"use one of {', '.join(repr(r) for r in BINDING_RULES)} or 'as_of <contract name>'"
 
 
 class ConfigError(Exception):
@@ -92,6 +106,16 @@ class Assignment:
     @property
     def max_submission_bytes(self) -> int:
         return int(self.config["assignment"]["max_submission_bytes"])
+
+    @property
+    def evidence(self) -> dict[str, int]:
+        """[evidence]: bounds of the method evidence recorded in each run ({} records none)."""
+        return {key: int(value) for key, value in self.config.get("evidence", {}).items()}
+
+    @property
+    def bindings(self) -> dict[str, str]:
+        """[bindings]: which binding of a contract name is graded when the file binds it more than once."""
+        return dict(self.config.get("bindings", {}))
 
 
 def _import_path(path: Path, name: str) -> types.ModuleType:
@@ -195,6 +219,14 @@ def _validate(a: Assignment) -> None:
         problems.append("[assignment] seed_parameter must name an entry of [parameters]")
     if a.figure_name is not None and a.figure_name not in a.contract:
         problems.append(f"[report] figure {a.figure_name!r} is not in the contract")
+    problems += [f"[evidence] {key}: unknown bound (known: {', '.join(EVIDENCE_BOUNDS)})"
+                 for key in a.config.get("evidence", {}) if key not in EVIDENCE_BOUNDS]
+    for name, rule in a.bindings.items():
+        if name not in a.contract:
+            problems.append(f"[bindings] {name}: not in the contract")
+        problem = binding_rule_problem(rule, a.contract)
+        if problem:
+            problems.append(f"[bindings] {name} = {rule!r}: {problem}")
     if len({spec.id for spec in a.checks}) != len(a.checks):
         problems.append("check ids must be unique")
     if problems:
@@ -207,6 +239,7 @@ def _fingerprint(a: Assignment) -> str:
     for path in sorted(a.folder.glob("*.py")) + [a.folder / "assignment.toml", a.solution_path]:
         if path.is_file():
             digest.update(path.name.encode() + b"\0" + path.read_bytes())
-    for path in sorted(Path(__file__).parent.glob("*.py")):
-        digest.update(path.name.encode() + b"\0" + path.read_bytes())
+    package = Path(__file__).parent
+    for path in sorted(package.rglob("*.py")):     # the child's code (grader/child/) changes grades too
+        digest.update(path.relative_to(package).as_posix().encode() + b"\0" + path.read_bytes())
     return digest.hexdigest()[:16]

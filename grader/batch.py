@@ -81,11 +81,13 @@ def grade_folder(assignment: Assignment, folder: Path, out: Path, workers: int |
             pending.append(submission)
     progress.note(f"{len(submissions)} submission(s) in {folder}; {result.reused} unchanged since the last run, "
                   f"{len(pending)} to grade (variant seed {seed}).")
+    seeds = {name: scenario_seed(assignment, scenario, seed) for name, scenario in assignment.scenarios.items()}
+    cache = out / ".grader-cache"
+    figures = None
     if pending:
-        cache = out / ".grader-cache"
         facts = reference_facts(assignment, cache)
-        seeds = {name: scenario_seed(assignment, scenario, seed) for name, scenario in assignment.scenarios.items()}
         with fast_runner(assignment, cache, seeds, progress.note) as runner:
+            figures = reference_figures(assignment, cache, seeds, runner)
             workers = max(1, workers or os.cpu_count() or 1)
             progress.start(len(pending))
             with ThreadPoolExecutor(max_workers=workers) as pool:
@@ -100,7 +102,8 @@ def grade_folder(assignment: Assignment, folder: Path, out: Path, workers: int |
     # LMS files: OUT/gradescope/<id>.json, OUT/final_grades.csv (otter), OUT/canvas.csv (roster: a Canvas export)
     write_lms_outputs(out, result.records, assignment, load_roster(roster) if roster else None)
     # HTML: OUT/report.html for the instructor, OUT/<id>.feedback.html per student (figure beside the reference's)
-    write_reports(out, result.records, assignment, reference_figures(assignment, out / ".grader-cache"),
+    figures = figures if figures is not None else reference_figures(assignment, cache, seeds)
+    write_reports(out, result.records, assignment, figures,
                   {"variant_seed": seed, "seconds": time.monotonic() - started, "environment": environment()})
     result.seconds = time.monotonic() - started
     return result

@@ -8,12 +8,15 @@ a Submission with `problem` set, which becomes a result with status "error" and 
 
 from __future__ import annotations
 
+import codecs
 import hashlib
+import io
 import stat
+import tokenize
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .notebook import NotebookError, notebook_to_source
+from .notebook import Cell, NotebookError, joined_source, notebook_cells
 
 SOURCE_SUFFIXES = (".py", ".ipynb")
 IGNORED_NAMES = {"__pycache__", ".DS_Store", "__MACOSX", ".ipynb_checkpoints", "Thumbs.db"}
@@ -26,8 +29,10 @@ class Submission:
     relative: str                   # path shown in results, relative to the submissions folder
     problem: str | None = None      # why it cannot be graded at all
     notes: list[str] = field(default_factory=list)
-    source: str = ""
+    source: str = ""                # the code as one text (a notebook's code cells joined)
     sha256: str = ""
+    data: bytes = b""               # the file's bytes (a readable copy is the run's `__file__`)
+    cells: list[Cell] | None = None     # a notebook's code cells, run one by one; None for a .py file
 
 
 def discover(folder: Path, expected_name: str, max_bytes: int, exclude: Path | None = None) -> list[Submission]:
@@ -111,23 +116,41 @@ def _load(submission: Submission, expected_name: str, max_bytes: int) -> Submiss
     if b"\0" in data:
         submission.problem = f"{name} is a binary file, not Python source."
         return submission
-    try:
-        text = data.decode("utf-8-sig")
-    except UnicodeDecodeError as error:
-        submission.problem = f"{name} is not valid UTF-8 text (byte {error.start}); save it as UTF-8."
+    text = decode_source(data)
+    if text is None:
+        submission.problem = (f"{name} is not valid UTF-8 text and declares no encoding Python knows; "
+                              "save it as UTF-8.")
         return submission
     if path.suffix.lower() == ".ipynb":
         try:
-            text, notes = notebook_to_source(text)
+            cells, notes = notebook_cells(text)
         except NotebookError as error:
             submission.problem = f"{name} is not a readable notebook: {error}"
             return submission
         submission.notes += notes
-        if not text.strip():
+        if not any(cell.source.strip() for cell in cells):
             submission.problem = f"{name} has no code cells."
             return submission
+        submission.cells = cells
+        text = joined_source(cells)
+    else:
+        submission.data = data
     submission.source = text
     return submission
+
+
+def decode_source(data: bytes) -> str | None:
+    """The text Python would read: UTF-8 (a BOM allowed), else the PEP 263 coding line's encoding; None if neither."""
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        pass
+    try:
+        encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+        codecs.lookup(encoding)
+        return data.decode(encoding)
+    except (SyntaxError, LookupError, UnicodeDecodeError):
+        return None
 
 
 def _stem(path: Path) -> str:

@@ -7,12 +7,14 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from .assignment import Assignment
-from .checks import CheckResult, run_checks
+from .checks import CheckResult, grader_faults, run_checks
 from .discovery import Submission
 from .environment import environment
+from .notebook import Cell, joined_line_places
 from .runs import Runner, run_scenario, scenario_seed
 from .scaffold import unfinished_exercises
-from .snapshot import Snapshot
+from .provenance import Provenance
+from .snapshot import Snapshot, where
 from .values import json_safe
 from .verdicts import ISOLATION_PREFIX
 
@@ -27,31 +29,61 @@ def grade(assignment: Assignment, submission: Submission, facts: dict, variant_s
     # Scenarios are independent sandboxes: run them side by side (one student's runs share nothing).
     with ThreadPoolExecutor(max_workers=len(seeds)) as pool:
         futures = {name: pool.submit(run_scenario, assignment, assignment.scenarios[name], seed, submission.source,
-                                     submission.path.name, runner) for name, seed in seeds.items()}
+                                     submission.path.name, runner, submission.cells, submission.data)
+                   for name, seed in seeds.items()}
         snapshots: dict[str, Snapshot] = {name: future.result()[0] for name, future in futures.items()}
-    oracles = {name: assignment.oracle.build(seed, facts) for name, seed in seeds.items()}
+    oracles = {name: build_oracle(assignment, name, seed, facts) for name, seed in seeds.items()}
     checks = run_checks(assignment, snapshots, oracles)
-    messages = list(submission.notes) + unfinished_message(submission.source)
+    messages = list(submission.notes) + unfinished_message(submission.source, submission.cells)
+    faults = grader_faults(snapshots)
     for name, snapshot in snapshots.items():
-        messages += run_messages(assignment, name, snapshot, snapshots.get("baseline"))
+        messages += run_messages(assignment, name, snapshot, snapshots.get("baseline"), bool(faults.get(name)))
     baseline = snapshots["baseline"]
+    messages += rebinding_notes(assignment, baseline)
+    if faults:
+        messages.append(f"The grader's own code failed in the {', '.join(faults)} run (not your fault); no check was "
+                        "marked down because of it.")
     isolation = sorted({s.isolation for s in snapshots.values()})
     messages.append(f"{ISOLATION_PREFIX}{', '.join(isolation)}.")
     record = assemble(assignment, submission, "graded", checks, messages, variant_seed,
                       output=_output(baseline), runs={n: run_summary(s) for n, s in snapshots.items()})
+    if faults:
+        record["grader_faults"] = {name: found for name, found in faults.items()}
     if assignment.figure_name:
         record["figures"] = {name: json_safe(snapshot.values.get(assignment.figure_name))
                              for name, snapshot in snapshots.items()}
     return record
 
 
-def unfinished_message(source: str) -> list[str]:
+def build_oracle(assignment: Assignment, scenario: str, seed: int, facts: dict) -> Any:
+    """The assignment's oracle for one scenario: `build(seed, facts, scenario)` (older oracles take two arguments)."""
+    try:
+        return assignment.oracle.build(seed, facts, assignment.scenarios[scenario])
+    except TypeError as error:
+        if "positional argument" not in str(error):
+            raise
+        return assignment.oracle.build(seed, facts)
+
+
+def rebinding_notes(assignment: Assignment, snapshot: Snapshot) -> list[str]:
+    """Say which binding was graded wherever a contract name was bound again after the exercise used it."""
+    provenance = Provenance(snapshot, assignment.bindings)
+    return [note for name in assignment.contract if (note := provenance.rebinding_note(name))]
+
+
+def unfinished_message(source: str, cells: list[Cell] | None = None) -> list[str]:
     """Name the starter's exercise regions that still hold a `...` placeholder (none for a file without markers)."""
     unfinished = unfinished_exercises(source)
     if not unfinished:
         return []
-    listed = ", ".join(f"{name} (line{'s' if len(lines) > 1 else ''} {', '.join(map(str, lines))})"
-                       for name, lines in unfinished.items())
+    places = joined_line_places(cells) if cells else None
+
+    def cite(lines: list[int]) -> str:
+        if places is None:
+            return f"line{'s' if len(lines) > 1 else ''} {', '.join(map(str, lines))}"
+        return ", ".join(where(places[n - 1][1], places[n - 1][0]) if 0 < n <= len(places) else f"line {n}" for n in lines)
+
+    listed = ", ".join(f"{name} ({cite(lines)})" for name, lines in unfinished.items())
     return [f"Unfinished exercises (still holding `...`): {listed}."]
 
 
@@ -104,45 +136,61 @@ def _output(snapshot: Snapshot) -> dict[str, Any]:
             "omitted_bytes": max(0, snapshot.output_bytes - kept)}
 
 
-def run_messages(assignment: Assignment, scenario: str, snap: Snapshot, baseline: Snapshot | None = None) -> list[str]:
+def run_messages(assignment: Assignment, scenario: str, snap: Snapshot, baseline: Snapshot | None = None,
+                 grader_failed: bool = False) -> list[str]:
     """Plain sentences about how a run went: exits, limits, syntax errors, failed statements.
 
     For a scenario other than baseline, only errors that baseline did not have are listed."""
-    where = f"In the {scenario} run"
+    run = f"In the {scenario} run"
     limits = assignment.limits
     messages = []
-    if snap.syntax_error:
-        messages.append(f"{where}, line {snap.syntax_error['line']} has a syntax error ({snap.syntax_error['message']}); "
-                        "only the statements before it ran.")
+    for problem in snap.syntax_errors[:5]:
+        skipped = "that cell did not run" if problem.get("cell") is not None else "only the statements before it ran"
+        messages.append(f"{run}, {where(problem['line'], problem.get('cell'))} has a syntax error ({problem['message']}); "
+                        f"{skipped}.")
     if snap.setup_error:
-        messages.append(f"{where}, the grader could not prepare the run ({snap.setup_error}).")
+        messages.append(f"{run}, the grader could not prepare the run ({snap.setup_error}).")
     if snap.ending == "sys_exit":
-        messages.append(f"{where}, your file called sys.exit({snap.exit_code!r}) at line {snap.exit_line}; "
+        messages.append(f"{run}, your file called sys.exit({snap.exit_code!r}) at {where(snap.exit_line, snap.exit_cell)}; "
                         "statements after it did not run.")
     elif snap.ending == "killed_wall":
-        messages.append(f"{where}, your file hit the {limits.wall_seconds:g} s time limit and was stopped; "
+        messages.append(f"{run}, your file hit the {limits.wall_seconds:g} s time limit and was stopped; "
                         "values computed before that were kept.")
     elif snap.ending == "exited_early":
-        messages.append(f"{where}, {_early_exit_reason(snap, limits)}; values computed before that were kept.")
-    if any(s.error and s.error["type"] == "MemoryError" for s in snap.failed_statements):
-        line = next(s.line for s in snap.failed_statements if s.error and s.error["type"] == "MemoryError")
-        messages.append(f"{where}, line {line} hit the memory limit ({limits.memory_bytes // 2**20} MiB) and was stopped.")
+        messages.append(f"{run}, {_early_exit_reason(snap, limits)}; values computed before that were kept.")
+    memory_errors = [s for s in snap.failed_statements if s.error and s.error["type"] == "MemoryError"]
+    if memory_errors:
+        messages.append(f"{run}, {where(memory_errors[0].line, memory_errors[0].cell)} hit the memory limit "
+                        f"({limits.memory_bytes // 2**20} MiB) and was stopped.")
     if snap.soft_limit_hit:
-        timed_out = [s.line for s in snap.statements if s.status == "timeout"]
-        at = f" at line {timed_out[0]}" if timed_out else ""
-        messages.append(f"{where}, a statement{at} ran past the {limits.soft_seconds:g} s time limit and was interrupted.")
+        timed_out = [s for s in snap.statements if s.status == "timeout"]
+        at = f" at {where(timed_out[0].line, timed_out[0].cell)}" if timed_out else ""
+        messages.append(f"{run}, a statement{at} ran past the {limits.soft_seconds:g} s time limit and was interrupted.")
     errors = [s for s in snap.failed_statements if s.status == "error"]
     if errors and scenario != "baseline":
-        errors = [s for s in errors if s.line not in {b.line for b in baseline.failed_statements}] if baseline else errors
+        places = {(b.line, b.cell) for b in baseline.failed_statements} if baseline else set()
+        errors = [s for s in errors if (s.line, s.cell) not in places]
+    errors = [s for s in errors if not (s.error or {}).get("grader_fault")
+              and not (grader_failed and (s.error or {}).get("through_setup"))]
     if errors:
-        listed = "; ".join(f"line {s.line}: {s.error['type']}: {s.error['message'][:160]}" for s in errors[:5])
-        messages.append(f"{where}, {len(errors)} statement(s) raised an error and the run went on past them ({listed}).")
+        listed = "; ".join(f"{where(s.line, s.cell)}: {s.error['type']}: {s.error['message'][:160]}" for s in errors[:5])
+        messages.append(f"{run}, {len(errors)} statement(s) raised an error and the run went on past them ({listed}).")
     if snap.channel_problem:
-        messages.append(f"{where}, {snap.channel_problem}.")
+        messages.append(f"{run}, {snap.channel_problem}.")
+    if assignment.evidence and (not snap.evidence.installed or snap.evidence.problem) and snap.ending != "setup_failed":
+        messages.append(f"{run}, {evidence_note(snap)}")
     if snap.output_bytes > limits.output_keep_bytes:
-        messages.append(f"{where}, your program printed {snap.output_bytes} bytes; only the first and last "
+        messages.append(f"{run}, your program printed {snap.output_bytes} bytes; only the first and last "
                         f"{limits.output_keep_bytes // 2} bytes were kept.")
     return messages
+
+
+def evidence_note(snap: Snapshot) -> str:
+    """Why the method evidence of a run is incomplete (checks that need it then fall back to the values)."""
+    evidence = snap.evidence
+    if not evidence.installed:
+        return f"the grader could not record how values were computed ({evidence.problem}); values were graded alone."
+    return f"recording how values were computed ran into trouble ({evidence.problem}); values were graded alone where needed."
 
 
 def _early_exit_reason(snap: Snapshot, limits) -> str:

@@ -163,9 +163,9 @@ class Bubblewrap(Isolation):
             args += parents_traversable(Path(inside)) + ["--bind", str(host), str(inside)]
         # The working dir lives in the private tmpfs at the same path as the host's; only the harness is bound in.
         args += parents_traversable(workdir) + ["--perms", "1777", "--dir", str(workdir)]
-        harness = workdir / HARNESS_NAME
-        if harness.exists():
-            args += ["--ro-bind", str(harness), str(harness)]
+        runtime = workdir / RUNTIME_NAME
+        if runtime.exists():
+            args += ["--ro-bind", str(runtime), str(runtime)]
         return [*args, "--chdir", str(workdir), "--"]
 
     def with_writable(self, host: Path, inside: str) -> "Bubblewrap":
@@ -181,7 +181,7 @@ class Bubblewrap(Isolation):
         return bool(self.bwrap) and super().works()
 
 
-HARNESS_NAME = "_grader_harness.py"
+RUNTIME_NAME = "_grader_runtime"   # the folder of grader/child/ modules inside a run's working dir
 NAMESPACES = ("--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
               "--die-with-parent", "--new-session", "--hostname", "sandbox")
 

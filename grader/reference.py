@@ -12,12 +12,13 @@ from __future__ import annotations
 
 import hashlib
 import json
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 from .assignment import Assignment, ConfigError
 from .environment import environment
-from .runs import run_scenario
+from .runs import Runner, run_scenario
 from .snapshot import decode
 from .values import json_safe
 from .writers import atomic_write
@@ -34,9 +35,29 @@ def reference_facts(assignment: Assignment, cache_dir: Path | None) -> dict[str,
     return {name: decode(encoded[name]) for name in names}
 
 
-def reference_figures(assignment: Assignment, cache_dir: Path | None) -> dict[str, Any]:
-    """Scenario -> the reference solution's figure (JSON-safe), or {} when the assignment names no figure."""
-    return _measured(assignment, cache_dir)["figures"]
+def reference_figures(assignment: Assignment, cache_dir: Path | None,
+                      seeds: dict[str, int] | None = None, runner: Runner | None = None) -> dict[str, Any]:
+    """Scenario -> the reference solution's figure (JSON-safe), or {} when the assignment names no figure.
+
+    With `seeds` (scenario -> seed, as the batch graded), each scenario runs with its batch seed, so the figure a
+    student sees beside theirs is what the reference drew in the same world (the variant's compiler answers
+    depend on the seed); cached per seeds."""
+    if not seeds:
+        return _measured(assignment, cache_dir)["figures"]
+    key = hashlib.sha256(json.dumps(sorted(seeds.items())).encode()).hexdigest()[:12]
+    cache = cache_dir / f"figures-{assignment.id}-{cache_key(assignment)}-{key}.json" if cache_dir else None
+    if cache and cache.is_file():
+        try:
+            cached = json.loads(cache.read_text())
+            if isinstance(cached, dict):
+                return cached
+        except ValueError:
+            pass
+    figures = _figures(assignment, seeds, runner)
+    if cache:
+        cache.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write(cache, json.dumps(figures))
+    return figures
 
 
 def _measured(assignment: Assignment, cache_dir: Path | None) -> dict[str, Any]:
@@ -56,16 +77,21 @@ def _measured(assignment: Assignment, cache_dir: Path | None) -> dict[str, Any]:
     return measured
 
 
-def _figures(assignment: Assignment) -> dict[str, Any]:
+def _figures(assignment: Assignment, seeds: dict[str, int] | None = None, runner: Runner | None = None) -> dict[str, Any]:
     name = assignment.figure_name
     if not name:
         return {}
     source = assignment.solution_path.read_text()
-    figures = {}
-    for scenario in assignment.scenarios.values():
-        snapshot, _ = run_scenario(assignment, scenario, assignment.lesson_seed, source, assignment.submission_filename)
-        figures[scenario.name] = json_safe(snapshot.values.get(name))
-    return figures
+    seeds = seeds or {}
+
+    def figure(scenario: Any) -> Any:
+        seed = seeds.get(scenario.name, assignment.lesson_seed)
+        snapshot, _ = run_scenario(assignment, scenario, seed, source, assignment.submission_filename, runner)
+        return json_safe(snapshot.values.get(name))
+
+    scenarios = list(assignment.scenarios.values())
+    with ThreadPoolExecutor(max_workers=len(scenarios)) as pool:
+        return dict(zip([s.name for s in scenarios], pool.map(figure, scenarios)))
 
 
 def _measure(assignment: Assignment, names: list[str]) -> dict[str, Any]:

@@ -128,6 +128,11 @@ def class_context(records: list[dict], assignment, run_info: dict) -> dict[str, 
                  "reasons": r.get("messages", [])[:1] or ["unknown reason"]} for r in errored]
     problems += [{"id": r["submission"], "page": feedback_page_name(r["submission"]), "status": "hit a limit",
                   "reasons": notes} for r in graded if (notes := limit_notes(r))]
+    # The grader's own failures: never charged to the student, listed here so the instructor can fix and regrade.
+    problems += [{"id": r["submission"], "page": feedback_page_name(r["submission"]), "status": "grader fault",
+                  "reasons": [f"{scenario} run: {reason}" for scenario, reasons in r["grader_faults"].items()
+                              for reason in reasons][:5]}
+                 for r in graded if isinstance(r.get("grader_faults"), dict) and r["grader_faults"]]
 
     percents = [_percent(r) for r in records]
     environment = dict(run_info.get("environment") or (records[0].get("environment", {}) if records else {}))

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import base64
 import secrets
 from typing import Callable
 
 from .assignment import Assignment, Scenario
+from .notebook import Cell
 from .sandbox import RawRun, run_job
 from .sandbox_limits import Limits
 from .snapshot import Snapshot, build_snapshot
@@ -23,11 +25,16 @@ def fresh_variant_seed(assignment: Assignment) -> int:
             return seed
 
 
-def make_job(assignment: Assignment, scenario: Scenario, seed: int, source: str, filename: str) -> dict:
+def make_job(assignment: Assignment, scenario: Scenario, seed: int, source: str, filename: str,
+             cells: list[Cell] | None = None, data: bytes = b"") -> dict:
+    """The job the harness runs: the code (a notebook as its cells), the scenario's set-up, probes and limits."""
     params = {**assignment.parameters, "seed": seed}
     limits = assignment.limits
     return {
         "source": source,
+        "cells": [{"number": cell.number, "source": cell.source} for cell in cells] if cells else None,
+        "file_b64": base64.b64encode(data).decode("ascii"),
+        "evidence": assignment.evidence,
         "filename": filename,
         "contract": assignment.contract,
         "setup_source": assignment.setup_source,
@@ -45,7 +52,8 @@ Runner = Callable[[dict, Limits], RawRun]
 
 
 def run_scenario(assignment: Assignment, scenario: Scenario, seed: int, source: str, filename: str,
-                 runner: Runner | None = None) -> tuple[Snapshot, RawRun]:
-    job = make_job(assignment, scenario, seed, source, filename)
+                 runner: Runner | None = None, cells: list[Cell] | None = None,
+                 data: bytes = b"") -> tuple[Snapshot, RawRun]:
+    job = make_job(assignment, scenario, seed, source, filename, cells, data)
     raw = runner(job, assignment.limits) if runner else run_job(job, assignment.limits)
     return build_snapshot(raw, scenario.name, seed), raw

@@ -1,6 +1,6 @@
 """Run one job in an isolated child process and collect what it streams back.
 
-The parent never runs student code. It starts the harness (grader/harness.py, copied into a private
+The parent never runs student code. It starts the harness (grader/child/, copied into a private
 temporary directory) in a new session with a scrubbed environment, sets resource limits on the child
 before handing it the job, then pumps two pipes without blocking: the combined stdout/stderr (only a
 head and a tail are kept, however much is written) and the data channel (length-prefixed JSON frames,
@@ -27,10 +27,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from .isolation import HARNESS_NAME, UIDS, Isolation, strongest_available
+from .isolation import RUNTIME_NAME, UIDS, Isolation, strongest_available
 from .sandbox_limits import Limits
 
-HARNESS_PATH = Path(__file__).with_name("harness.py")
+CHILD_DIR = Path(__file__).with_name("child")
+CHILD_MODULES = ("harness.py", "encoding.py", "recorder.py", "zygote_server.py")
 CHANNEL_FD = 3
 MAX_FRAME_BYTES = 8 * 1024 * 1024
 
@@ -124,6 +125,7 @@ def child_environment(workdir: Path) -> dict[str, str]:
         "JAX_PLATFORMS": "cpu",
         "TF_CPP_MIN_LOG_LEVEL": "2",
         "MPLBACKEND": "Agg",
+        "XLA_FLAGS": "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1",
     }
 
 
@@ -138,6 +140,15 @@ def apply_limits(pid: int, limits: Limits) -> None:
     ]
     for which, value in settings:
         resource.prlimit(pid, which, (value, value))
+
+
+def copy_child_runtime(folder: Path) -> None:
+    """The code that runs inside the sandbox (grader/child/), copied to `folder`, readable by any uid."""
+    folder.mkdir(mode=0o755)
+    for name in CHILD_MODULES:
+        shutil.copy(CHILD_DIR / name, folder / name)
+        os.chmod(folder / name, 0o644)
+    os.chmod(folder, 0o755)
 
 
 def kill_group(pgid: int) -> None:
@@ -160,11 +171,10 @@ def run_job(job: dict, limits: Limits, isolation: Isolation | None = None, pytho
     process = None
     uid = UIDS.take() if isolation.switches_uid and own_uid else None
     try:
-        shutil.copy(HARNESS_PATH, workdir / HARNESS_NAME)
-        os.chmod(workdir / HARNESS_NAME, 0o644)
+        copy_child_runtime(workdir / RUNTIME_NAME)
         isolation.prepare_workdir(workdir, uid)
         # -u: -I ignores PYTHONUNBUFFERED, and output printed before a hard kill must still reach us.
-        argv = isolation.command([python, "-I", "-B", "-u", HARNESS_NAME], limits, workdir, uid)
+        argv = isolation.command([python, "-I", "-B", "-u", f"{RUNTIME_NAME}/harness.py"], limits, workdir, uid)
         process = subprocess.Popen(
             argv,
             stdin=subprocess.PIPE,

@@ -8,13 +8,18 @@ with `np.load(allow_pickle=False)` and coerced to base float64 (or complex128) n
 from __future__ import annotations
 
 import base64
-import io
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
+from .evidence import CallEvent, EvidenceSummary, decode_call
 from .sandbox import RawRun
+
+MAX_CALLS = 5000            # call frames kept per run (the harness sends at most its own bound)
+MAX_HISTORY = 2000          # bindings kept per contract name
+CELL_FILE = re.compile(r"<cell (\d+)>")
 
 
 class Missing(Exception):
@@ -89,15 +94,50 @@ def decode(encoded: Any, depth: int = 0) -> Any:
     return Opaque("other", str(encoded.get("type", "?")), str(encoded.get("repr", ""))[:300])
 
 
+NPY_HEADER = re.compile(r"\{'descr': '(?P<descr>[<>|=]?[biufc]\d{1,2})', 'fortran_order': (?P<fortran>True|False), "
+                        r"'shape': \((?P<shape>(\d{1,9}, ?)*(\d{1,9})?)\), \} *\n")
+MAX_ARRAY_ELEMENTS = 1 << 24
+
+
+def read_npy(data: bytes) -> np.ndarray:
+    """An `.npy` file's array, for the numeric dtypes only, read by a strict parser (no pickle, no eval).
+
+    np.load parses each header with ast.literal_eval; a run sends hundreds of small arrays, and this is the
+    trust boundary, so the header must match one exact shape or the array is refused."""
+    if data[:6] != b"\x93NUMPY" or len(data) < 10:
+        raise ValueError("not an npy file")
+    major = data[6]
+    if major == 1:
+        length, start = int.from_bytes(data[8:10], "little"), 10
+    elif major in (2, 3):
+        length, start = int.from_bytes(data[8:12], "little"), 12
+    else:
+        raise ValueError("unknown npy version")
+    header = data[start:start + length].decode("latin-1")
+    match = NPY_HEADER.fullmatch(header)
+    if not match:
+        raise ValueError("unexpected npy header")
+    shape = tuple(int(n) for n in match.group("shape").replace(" ", "").split(",") if n)
+    dtype = np.dtype(match.group("descr"))
+    count = int(np.prod(shape, dtype=np.int64)) if shape else 1
+    if count > MAX_ARRAY_ELEMENTS:
+        raise ValueError("array too large")
+    body = data[start + length:]
+    if len(body) != count * dtype.itemsize:
+        raise ValueError("npy body has the wrong size")
+    array = np.frombuffer(body, dtype=dtype, count=count)
+    return array.reshape(shape, order="F" if match.group("fortran") == "True" else "C")
+
+
 def decode_array(encoded: dict) -> np.ndarray | Opaque:
     try:
         data = base64.b64decode(str(encoded.get("npy", "")), validate=True)
-        array = np.load(io.BytesIO(data), allow_pickle=False)
+        array = read_npy(data)
     except Exception:
         return Opaque("invalid", "array")
     if not isinstance(array, np.ndarray) or array.dtype.kind not in "biufc":
         return Opaque("invalid", "array")
-    target = np.complex128 if array.dtype.kind == "c" else np.float64
+    target = {"c": np.complex128, "b": np.bool_}.get(array.dtype.kind, np.float64)
     return np.array(array, dtype=target, copy=True).view(np.ndarray)
 
 
@@ -111,6 +151,22 @@ class Statement:
     seconds: float = 0.0
     error: dict | None = None
     placeholder: bool = False      # the statement still holds a `...` (an unfinished TODO)
+    cell: int | None = None        # the notebook cell it is in (its line counts from the cell's top)
+    calls_omitted: int = 0         # root calls it made beyond the evidence bounds (its evidence is partial)
+    reads: list[str] = field(default_factory=list)
+    mutates: list[str] = field(default_factory=list)
+
+    @property
+    def grader_fault(self) -> bool:
+        """The error was raised by the grader's own code in the run (a scenario replacement or a probe)."""
+        return bool(self.error and self.error.get("grader_fault"))
+
+
+def where(line: int | None, cell: int | None = None) -> str:
+    """How feedback cites a place: "line 12", or "cell 3, line 2" in a notebook."""
+    if line is None or line < 0:
+        return f"cell {cell}" if cell is not None else "an unknown line"
+    return f"cell {cell}, line {line}" if cell is not None else f"line {line}"
 
 
 @dataclass
@@ -123,12 +179,18 @@ class Snapshot:
     history: dict[str, list[tuple[int, Any]]] = field(default_factory=dict)  # name -> [(statement, value)]
     probes: dict[str, Any] = field(default_factory=dict)          # probe -> last value
     probe_errors: dict[str, dict] = field(default_factory=dict)   # probe -> last error
+    # probe -> [(statement, {input name: statement of the binding it used}, value or None, error or None)]
+    probe_history: dict[str, list[tuple[int, dict[str, int], Any, dict | None]]] = field(default_factory=dict)
+    calls: list[CallEvent] = field(default_factory=list)          # method evidence, in the order it happened
+    evidence: EvidenceSummary = field(default_factory=EvidenceSummary)
     statements: list[Statement] = field(default_factory=list)
     ending: str = "lost"   # completed | sys_exit | setup_failed | killed_wall | exited_early | lost
     exit_code: Any = None
     exit_line: int | None = None
+    exit_cell: int | None = None
     soft_limit_hit: bool = False
-    syntax_error: dict | None = None
+    syntax_error: dict | None = None                      # the first one (a notebook may have one per cell)
+    syntax_errors: list[dict] = field(default_factory=list)
     setup_error: str | None = None
     returncode: int | None = None
     output_head: str = ""
@@ -144,6 +206,19 @@ class Snapshot:
     def failed_statements(self) -> list[Statement]:
         return [s for s in self.statements if s.status in ("error", "timeout")]
 
+    @property
+    def grader_faults(self) -> list[str]:
+        """Why this run cannot be held against the student: the grader's own code failed in it."""
+        faults = [f"the grader's set-up failed ({self.setup_error})"] if self.setup_error else []
+        faults += [f"{where(s.line, s.cell)} raised {s.error['type']} inside the grader's own code"
+                   for s in self.statements if s.grader_fault]
+        return faults
+
+    def statement(self, index: int) -> Statement | None:
+        if 0 <= index < len(self.statements) and self.statements[index].index == index:
+            return self.statements[index]
+        return next((s for s in self.statements if s.index == index), None)
+
     def statement_assigning(self, name: str) -> Statement | None:
         """The last statement that binds `name` at top level, if it failed (to explain a missing value)."""
         for statement in reversed(self.statements):
@@ -153,6 +228,7 @@ class Snapshot:
 
 
 def build_snapshot(raw: RawRun, scenario: str, seed: int | None) -> Snapshot:
+    """Fold a run's frames into a Snapshot; a frame that does not fit the schema is ignored and noted."""
     snap = Snapshot(scenario=scenario, seed=seed, returncode=raw.returncode, output_bytes=raw.output_bytes,
                     output_head=raw.output_head.decode("utf-8", "replace"),
                     output_tail=raw.output_tail.decode("utf-8", "replace"),
@@ -173,32 +249,57 @@ def _apply_frame(snap: Snapshot, frame: dict) -> dict | None:
     kind = frame.get("type")
     if kind == "value" and isinstance(frame.get("name"), str):
         name, index = frame["name"], _int(frame.get("stmt"))
+        history = snap.history.setdefault(name, [])
+        if len(history) >= MAX_HISTORY:
+            return None
         if frame.get("deleted"):
             snap.values.pop(name, None)
-            snap.history.setdefault(name, []).append((index, None))
+            history.append((index, None))
             return None
         value = decode(frame.get("value"))
         snap.values[name] = value
-        snap.history.setdefault(name, []).append((index, value))
+        history.append((index, value))
     elif kind == "probe" and isinstance(frame.get("name"), str):
         name = frame["name"]
+        inputs = frame.get("inputs") if isinstance(frame.get("inputs"), dict) else {}
+        used = {str(k)[:100]: _int(v) for k, v in list(inputs.items())[:20]}
+        history = snap.probe_history.setdefault(name, [])
         if isinstance(frame.get("error"), dict):
-            snap.probe_errors[name] = _error(frame["error"])
+            error = _error(frame["error"])
+            snap.probe_errors[name] = error
             snap.probes.pop(name, None)
+            entry = (_int(frame.get("stmt")), used, None, error)
         else:
-            snap.probes[name] = decode(frame.get("value"))
+            value = decode(frame.get("value"))
+            snap.probes[name] = value
             snap.probe_errors.pop(name, None)
+            entry = (_int(frame.get("stmt")), used, value, None)
+        if len(history) < MAX_HISTORY:
+            history.append(entry)
+    elif kind == "call":
+        if len(snap.calls) < MAX_CALLS:
+            snap.calls.append(decode_call(frame, decode_array))
     elif kind == "statement":
         snap.statements.append(Statement(
             index=_int(frame.get("index")), line=_int(frame.get("line")), end_line=_int(frame.get("end_line")),
-            assigns=[n for n in _list(frame.get("assigns")) if isinstance(n, str)][:200],
+            assigns=_names(frame.get("assigns")), reads=_names(frame.get("reads")), mutates=_names(frame.get("mutates")),
             status=str(frame.get("status")), seconds=_float(frame.get("seconds")),
-            placeholder=frame.get("placeholder") is True,
+            placeholder=frame.get("placeholder") is True, cell=_cell(frame.get("cell")),
+            calls_omitted=max(0, _int(frame.get("calls_omitted"))),
             error=_error(frame["error"]) if isinstance(frame.get("error"), dict) else None))
     elif kind == "syntax_error":
-        snap.syntax_error = {"line": _int(frame.get("line")), "message": str(frame.get("message", ""))[:500]}
+        problem = {"line": _int(frame.get("line")), "cell": _cell(frame.get("cell")),
+                   "message": str(frame.get("message", ""))[:500]}
+        if len(snap.syntax_errors) < 200:
+            snap.syntax_errors.append(problem)
+        snap.syntax_error = snap.syntax_error or problem
     elif kind == "setup_error":
         snap.setup_error = str(frame.get("message", ""))[:500]
+    elif kind == "evidence_installed":
+        snap.evidence.installed = True
+    elif kind == "evidence_problem":
+        snap.evidence.installed = False
+        snap.evidence.problem = str(frame.get("message", ""))[:300]
     elif kind == "done":
         return frame
     return None
@@ -211,7 +312,13 @@ def _set_ending(snap: Snapshot, raw: RawRun, done: dict | None) -> None:
         snap.ending = str(done.get("kind")) if done.get("kind") in ("completed", "sys_exit", "setup_failed") else "lost"
         snap.exit_code = done.get("code") if isinstance(done.get("code"), (int, str, type(None))) else None
         snap.exit_line = _int(done.get("line")) if done.get("line") is not None else None
+        snap.exit_cell = _cell(done.get("cell"))
         snap.soft_limit_hit = bool(done.get("soft_limit_hit"))
+        evidence = done.get("evidence") if isinstance(done.get("evidence"), dict) else {}
+        snap.evidence.calls = max(0, _int(evidence.get("calls")))
+        snap.evidence.omitted = max(0, _int(evidence.get("omitted")))
+        if evidence.get("problem"):
+            snap.evidence.problem = str(evidence["problem"])[:300]
     else:
         snap.ending = "exited_early"
     snap.soft_limit_hit = snap.soft_limit_hit or any(s.status == "timeout" for s in snap.statements)
@@ -219,6 +326,15 @@ def _set_ending(snap: Snapshot, raw: RawRun, done: dict | None) -> None:
 
 def _list(value: Any) -> list:
     return value if isinstance(value, list) else []
+
+
+def _names(value: Any) -> list[str]:
+    return [n for n in _list(value)[:200] if isinstance(n, str)]
+
+
+def _cell(value: Any) -> int | None:
+    number = _int(value)
+    return number if number >= 0 else None
 
 
 def _int(value: Any) -> int:
@@ -230,6 +346,10 @@ def _float(value: Any) -> float:
 
 
 def _error(error: dict) -> dict:
+    file = str(error.get("file") or "")
+    match = CELL_FILE.fullmatch(file)
     return {"type": str(error.get("type", "Error"))[:100], "message": str(error.get("message", ""))[:2000],
             "line": _int(error.get("line")) if error.get("line") is not None else None,
-            "traceback": str(error.get("traceback", ""))[:8000]}
+            "cell": int(match.group(1)) if match else None,
+            "traceback": str(error.get("traceback", ""))[:8000],
+            "grader_fault": error.get("grader_fault") is True, "through_setup": error.get("through_setup") is True}

@@ -30,6 +30,8 @@ def describe(value: Any) -> str:
         text = value if len(value) <= 60 else value[:57] + "..."
         return f"the string {text!r}"
     if isinstance(value, np.ndarray):
+        if value.dtype.kind == "b":
+            return f"a boolean array of shape {value.shape}" if value.shape else f"the boolean {bool(value)}"
         return f"an array of shape {value.shape}"
     if isinstance(value, (list, tuple)):
         kind = "list" if isinstance(value, list) else "tuple"
@@ -45,7 +47,7 @@ def as_number(value: Any, label: str) -> float:
         raise AssertionError(f"{label} should be a single real number; found {describe(value)}.")
     if isinstance(value, (int, float)):
         return float(value)
-    if isinstance(value, np.ndarray) and value.size == 1 and value.dtype.kind != "c":
+    if isinstance(value, np.ndarray) and value.size == 1 and value.dtype.kind in "iuf":
         return float(value.reshape(()))
     raise AssertionError(f"{label} should be a single real number; found {describe(value)}.")
 
@@ -56,14 +58,14 @@ def _is_real_scalar(value: Any) -> bool:
         return False
     if isinstance(value, (int, float)):
         return True
-    return isinstance(value, np.ndarray) and value.size == 1 and value.dtype.kind != "c"
+    return isinstance(value, np.ndarray) and value.size == 1 and value.dtype.kind in "iuf"
 
 
 def as_vector(value: Any, label: str, length: int | None = None) -> np.ndarray:
     """A real 1-D float64 vector (from an array or a list of numbers), optionally of a given length."""
     if isinstance(value, (list, tuple)) and value and all(_is_real_scalar(v) for v in value):
         value = np.asarray([float(np.reshape(v, ())) for v in value], dtype=np.float64)
-    if not isinstance(value, np.ndarray) or value.dtype.kind == "c":
+    if not isinstance(value, np.ndarray) or value.dtype.kind not in "iuf":
         raise AssertionError(f"{label} should be a real vector; found {describe(value)}.")
     if value.ndim != 1 or (length is not None and value.shape != (length,)):
         expected = f"({length},)" if length is not None else "one-dimensional"

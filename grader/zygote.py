@@ -26,10 +26,10 @@ from pathlib import Path
 
 from . import compile_cache
 from .isolation import NAMESPACES, UIDS, Bubblewrap, parents_traversable, strongest_available, system_view
-from .sandbox import RawRun, child_environment, pump, run_job
+from .sandbox import RawRun, child_environment, copy_child_runtime, pump, run_job
 from .sandbox_limits import Limits
 
-RUNTIME = "/grader-runtime"          # harness.py and zygote_server.py, read-only, inside the sandbox
+RUNTIME = "/grader-runtime"          # grader/child/ (harness, zygote_server, ...), read-only, inside the sandbox
 CACHE = "/grader-compile-cache"      # the warmed compilation cache, read-only, inside the sandbox
 CAPABILITIES = ("CAP_SYS_ADMIN", "CAP_SETUID", "CAP_SETGID", "CAP_CHOWN", "CAP_DAC_OVERRIDE", "CAP_FOWNER")
 START_SECONDS = 120
@@ -64,10 +64,8 @@ class ForkServer:
             raise ForkServerError("the fork server needs root and bubblewrap")
         self._runtime = Path(tempfile.mkdtemp(prefix="grader-zygote-"))
         os.chmod(self._runtime, 0o755)
-        package = Path(__file__).parent
-        for name in ("harness.py", "zygote_server.py"):
-            shutil.copy(package / name, self._runtime / name)
-            os.chmod(self._runtime / name, 0o644)
+        shutil.rmtree(self._runtime)
+        copy_child_runtime(self._runtime)
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         self._log = tempfile.TemporaryFile()
         argv = [Bubblewrap.bwrap, *NAMESPACES, *system_view(Limits().scratch_bytes),

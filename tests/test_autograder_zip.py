@@ -53,7 +53,7 @@ def test_zip_is_named_after_the_assignment_and_has_otters_layout(assignment, bui
         modes = {info.filename: info.external_attr >> 16 for info in archive.infolist()}
         for required in ("run_autograder", "setup.sh", "run_otter.py", "otter_config.json", "requirements.txt",
                          "tests/", "pyproject.toml", "README.md", "grader/__init__.py", "grader/otter_plugin.py",
-                         "grader/harness.py", f"assignments/{assignment.id}/assignment.toml",
+                         "grader/child/harness.py", f"assignments/{assignment.id}/assignment.toml",
                          assignment.solution_path.relative_to(assignment.root).as_posix()):
             assert required in names, required
         config = json.loads(archive.read("otter_config.json"))

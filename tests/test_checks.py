@@ -13,7 +13,8 @@ import numpy as np
 import pytest
 
 from grader import assignment as assignment_module
-from grader.checks import Partial, RunView, _combine, evaluate, run_checks
+from grader.checks import Partial, RunView, _combine, evaluate, grader_faults, run_checks
+from grader.evidence import CallEvent, Evaluation, StudentFunction
 from grader.snapshot import UNFINISHED, Opaque, Snapshot, Statement
 
 LESSON_SEED = 18
@@ -30,6 +31,9 @@ FACTS = {"reports": [PLAIN_LINES, REMAT_LINES], "memory": [MEMORY_PLAIN, MEMORY_
 ORDER = ["w", "x", "plain", "remat", "reports", "cotangent", "memory", "times", "panels", "visual_data", "whole",
          "direction", "eps", "finite", "automatic", "direction2", "hvp_plain", "hvp_remat"]
 INDEX = {name: i for i, name in enumerate(ORDER)}
+READS = {"finite": ["plain", "x", "eps", "direction"], "automatic": ["jax", "plain", "x", "direction"],
+         "hvp_plain": ["jax", "plain", "x", "direction"], "hvp_remat": ["jax", "remat", "x", "direction"]}
+PROBE_INPUTS = {"grad_plain": ["plain", "x", "w"], "grad_remat": ["remat", "x", "w"], "grad_whole": ["whole", "x", "w"]}
 
 
 @pytest.fixture(scope="module")
@@ -44,8 +48,8 @@ def settings(assignment):
 
 @pytest.fixture(scope="module")
 def oracles(assignment):
-    return {"baseline": assignment.oracle.build(LESSON_SEED, FACTS),
-            "variant": assignment.oracle.build(VARIANT_SEED, FACTS)}
+    return {"baseline": assignment.oracle.build(LESSON_SEED, FACTS, assignment.scenarios["baseline"]),
+            "variant": assignment.oracle.build(VARIANT_SEED, FACTS, assignment.scenarios["variant"])}
 
 
 def f32(array) -> np.ndarray:
@@ -56,21 +60,21 @@ def function(name="function"):
     return Opaque("callable", name, f"<function {name}>")
 
 
-def good_events(oracle, available: bool) -> list[tuple[int, str, object]]:
+def good_events(oracle) -> list[tuple[int, str, object]]:
     """(statement index, name, decoded value) in the lesson's order, computed from the oracle."""
     ones, line = f32(np.ones(16)), f32(np.linspace(-1.0, 1.0, 16))
     eps = 1e-3
-    memory = [dict(MEMORY_PLAIN), dict(MEMORY_REMAT)] if available else [None, None]
+    memory = [None if m is None else dict(m) for m in oracle.memory]
     panels = [{"kind": "bar", "title": "Autodiff residual descriptions", "labels": ["ordinary", "layer remat"],
                "ylabel": "saved entries (not bytes)", "series": [{"label": "residual descriptions", "y": [9, 6]}]}]
-    if available:
+    if all(m is not None for m in memory):
         panels.append({"kind": "bar", "title": "Compiler memory estimate", "labels": ["ordinary", "layer remat"],
                        "ylabel": "estimated temporary bytes",
                        "series": [{"label": "compiler temporaries", "y": [m["temp_size_in_bytes"] for m in memory]}]})
     else:
         panels.append({"kind": "bar", "title": "Compiler memory analysis unavailable", "labels": ["ordinary", "layer remat"],
                        "ylabel": "analysis available (1=yes)",
-                       "series": [{"label": "availability, not byte count", "y": [0, 0]}]})
+                       "series": [{"label": "availability, not byte count", "y": [int(m is not None) for m in memory]}]})
     values = {
         "w": oracle.w.copy(), "x": oracle.x.copy(), "plain": function("function"), "remat": function("function"),
         "reports": [list(PLAIN_LINES), list(REMAT_LINES)], "cotangent": f32(oracle.gradient), "memory": memory,
@@ -83,21 +87,77 @@ def good_events(oracle, available: bool) -> list[tuple[int, str, object]]:
     return [(INDEX[key], "direction" if key == "direction2" else key, values[key]) for key in ORDER]
 
 
-def make_snapshot(oracle, scenario: str, events, ending="completed", failed=None) -> Snapshot:
-    """Snapshot from events; `failed` maps a statement index to (status, error dict[, names it assigns])."""
+# ---- method evidence, as the recorder would send it ----------------------------------------------------
+
+def evaluations_call(stmt, oracle, points, name="<lambda>"):
+    """A root call that evaluated the objective (a student function) at each point."""
+    evaluations = tuple(Evaluation("student", name, (f32(p),), (np.array(oracle_objective(oracle, p)),)) for p in points)
+    return CallEvent(stmt=stmt, kind="student", name=name, concrete=True, ok=True, evaluations=evaluations,
+                     student=(StudentFunction(name, "student.py", 19, 0, False),))
+
+
+def oracle_objective(oracle, point):
+    from importlib import import_module
+
+    module = import_module(type(oracle).__module__)
+    return module.objective(oracle.w, np.asarray(point, dtype=np.float64))
+
+
+def autodiff_call(stmt, order, rematerialized=False, tangent=None, output=None, point=None, kind="jvp"):
+    """A root call of JAX differentiation that traced student code `order` levels deep."""
+    student = (StudentFunction("<lambda>", "student.py", 19, order, False),)
+    if rematerialized:
+        student += (StudentFunction("layer", "student.py", 17, order, True),)
+    autodiff = tuple((k, d) for k, d in [(kind, 0), ("grad", 1)][:order])
+    return CallEvent(stmt=stmt, kind=kind, name=None, concrete=True, ok=True,
+                     args=() if point is None else (f32(point),), outputs=() if output is None else (f32(output),),
+                     autodiff=autodiff, student=student, checkpoint=(order,) if rematerialized else (),
+                     tangents=() if tangent is None else (f32(tangent),))
+
+
+def good_calls(oracle, events) -> list[CallEvent]:
+    """Evidence of the lesson's methods: a central difference, autodiff for `automatic`, jvp-of-grad HVPs."""
+    at = {name: index for index, name, _ in events}
+    values = {name: value for _, name, value in events}
+    calls = []
+    if "finite" in at and isinstance(values.get("eps"), float):
+        eps = values["eps"]
+        calls.append(evaluations_call(at["finite"], oracle, [oracle.x + eps, oracle.x - eps]))
+    if "automatic" in at:
+        calls.append(autodiff_call(at["automatic"], 1, kind="grad", point=oracle.x, output=oracle.gradient))
+    for name, remat in (("hvp_plain", False), ("hvp_remat", True)):
+        if name in at and isinstance(values.get(name), (np.ndarray, list)):
+            tangent = next((v for i, n, v in reversed(events) if n == "direction" and i <= at[name]), None)
+            tangent = tangent if isinstance(tangent, np.ndarray) else None
+            output = np.asarray(values[name], dtype=np.float64) if np.asarray(values[name]).dtype.kind in "iuf" else None
+            calls.append(autodiff_call(at[name], 2, rematerialized=remat, tangent=tangent, output=output))
+    return calls
+
+
+def make_snapshot(oracle, scenario: str, events, ending="completed", failed=None, calls=None) -> Snapshot:
+    """Snapshot from events; `failed` maps a statement index to (status, error dict[, names it assigns]);
+    `calls` is the method evidence (default: the lesson's methods, see good_calls)."""
     snap = Snapshot(scenario=scenario, seed=oracle.seed, ending=ending, seconds=1.5, isolation="test")
+    snap.evidence.installed = True
     failed = failed or {}
     last = max([i for i, _, _ in events] + list(failed) + [len(ORDER) - 1])
     for index in range(last + 1):
         status, error, *named = failed.get(index, ("ok", None))
-        assigns = sorted({name for i, name, _ in events if i == index} | set(*named))
+        assigned = {name for i, name, _ in events if i == index}
+        assigns = sorted(assigned | set(*named))
+        reads = sorted({read for name in assigned for read in READS.get(name, [])})
         snap.statements.append(Statement(index=index, line=10 + index, end_line=10 + index, assigns=assigns,
-                                         status=status, error=error))
+                                         status=status, error=error, reads=reads))
     for index, name, value in sorted(events, key=lambda e: e[0]):
         snap.history.setdefault(name, []).append((index, value))
         snap.values[name] = value
     gradient = f32(oracle.gradient)
     snap.probes = {"grad_plain": gradient, "grad_remat": gradient.copy(), "grad_whole": gradient.copy()}
+    for probe, inputs in PROBE_INPUTS.items():
+        bound = {name: max((i for i, n, _ in events if n == name), default=-1) for name in inputs}
+        if all(i >= 0 for i in bound.values()):
+            snap.probe_history[probe] = [(max(bound.values()), bound, snap.probes[probe], None)]
+    snap.calls = good_calls(oracle, events) if calls is None else list(calls)
     return snap
 
 
@@ -111,20 +171,20 @@ def drop(events, name):
 
 @pytest.fixture
 def base_events(oracles):
-    return good_events(oracles["baseline"], available=True)
+    return good_events(oracles["baseline"])
 
 
 @pytest.fixture
 def variant_events(oracles):
-    return good_events(oracles["variant"], available=False)
+    return good_events(oracles["variant"])
 
 
 def check(assignment, oracles, function_name, events, scenario="baseline", **kwargs):
     """Evaluate one check function on one scenario: (fraction, feedback)."""
     spec = next(s for s in assignment.checks if s.function == function_name)
     snap = make_snapshot(oracles[scenario], scenario, events, **kwargs)
-    return evaluate(getattr(assignment.check_module, function_name), spec, RunView(snap), oracles[scenario],
-                    assignment.settings)
+    return evaluate(getattr(assignment.check_module, function_name), spec, RunView(snap, assignment.bindings),
+                    oracles[scenario], assignment.settings)
 
 
 def results_by_id(assignment, oracles, base, variant, **kwargs):
@@ -234,19 +294,35 @@ def test_cotangent_as_a_list_of_numpy_scalars_is_a_vector(assignment, oracles, b
 def test_probe_error_and_missing_probe(assignment, oracles, base_events):
     spec = next(s for s in assignment.checks if s.function == "jax_gradients_match_recurrence")
     snap = make_snapshot(oracles["baseline"], "baseline", base_events)
-    del snap.probes["grad_remat"]
-    snap.probe_errors["grad_remat"] = {"type": "TypeError", "message": "unsupported operand", "line": 21, "traceback": ""}
-    fraction, feedback = evaluate(assignment.check_module.jax_gradients_match_recurrence, spec, RunView(snap),
-                                  oracles["baseline"], assignment.settings)
+    run = lambda: evaluate(assignment.check_module.jax_gradients_match_recurrence, spec, RunView(snap, assignment.bindings),
+                           oracles["baseline"], assignment.settings)
+    stmt, inputs, _, _ = snap.probe_history["grad_remat"][-1]
+    error = {"type": "TypeError", "message": "unsupported operand", "line": 21, "cell": None, "traceback": ""}
+    snap.probe_history["grad_remat"] = [(stmt, inputs, None, error)]
+    fraction, feedback = run()
     assert fraction == 0 and "grad_remat" in feedback and "TypeError" in feedback and "line 21" in feedback
-    del snap.probe_errors["grad_remat"]
-    fraction, feedback = evaluate(assignment.check_module.jax_gradients_match_recurrence, spec, RunView(snap),
-                                  oracles["baseline"], assignment.settings)
+    del snap.probe_history["grad_remat"]
+    fraction, feedback = run()
     assert fraction == 0 and "could not be computed" in feedback
-    snap.probes["grad_remat"] = oracles["baseline"].gradient * 1.01
-    fraction, feedback = evaluate(assignment.check_module.jax_gradients_match_recurrence, spec, RunView(snap),
-                                  oracles["baseline"], assignment.settings)
+    snap.probe_history["grad_remat"] = [(stmt, inputs, oracles["baseline"].gradient * 1.01, None)]
+    fraction, feedback = run()
     assert fraction == 0 and "jax.grad(remat)" in feedback
+
+
+def test_probe_is_read_with_the_graded_inputs_not_a_later_rebinding(assignment, oracles, base_events):
+    """`for x in times:` at the end rebinds x and the probe then fails; the probe run with the lesson's x counts."""
+    events = base_events + [(30, "x", 4)]
+    snap = make_snapshot(oracles["baseline"], "baseline", events)
+    error = {"type": "TypeError", "message": "bad x", "line": 40, "cell": None, "traceback": ""}
+    for probe, entries in snap.probe_history.items():
+        stmt, inputs, value, _ = entries[0]
+        entries[:] = [(stmt, {**inputs, "x": INDEX["x"]}, value, None), (30, {**inputs, "x": 30}, None, error)]
+    spec = next(s for s in assignment.checks if s.function == "jax_gradients_match_recurrence")
+    view = RunView(snap, assignment.bindings)
+    fraction, feedback = evaluate(assignment.check_module.jax_gradients_match_recurrence, spec, view,
+                                  oracles["baseline"], assignment.settings)
+    assert fraction == 1, feedback
+    assert view.binding("x").stmt == INDEX["x"] and not view.binding("x").is_last
 
 
 # ---- residuals --------------------------------------------------------------------------------------
@@ -382,7 +458,7 @@ def test_central_difference_passes_and_others_are_named(assignment, oracles, bas
     assert run(np.array(d["central"]))[0] == 1
     for kind in ("forward", "backward"):
         fraction, feedback = run(d[kind])
-        assert fraction == 0 and f"matches a {kind} difference" in feedback, feedback
+        assert fraction == 0 and f"about what a {kind} difference differs by" in feedback, feedback
     fraction, feedback = run(2 * d["central"])
     assert fraction == 0 and "divided by ε instead of 2ε" in feedback
     fraction, feedback = run(0.5 * d["central"])
@@ -479,14 +555,34 @@ def test_hvps_along_different_directions_disagree(assignment, oracles, base_even
     assert fraction == 0 and "disagree" in feedback
 
 
-def test_direction_missing_or_todo_when_hvp_was_computed(assignment, oracles, base_events):
-    hvp = base_events[INDEX["hvp_plain"]][2]
-    events = drop(base_events, "direction") + [(19, "direction", f32(np.linspace(-1, 1, 16)))]
-    fraction, feedback = check(assignment, oracles, "hvp_plain_matches_oracle", events)
-    assert fraction == 0 and "`direction` was not defined when `hvp_plain` was computed" in feedback
-    events = drop(base_events, "direction") + [(15, "direction", UNFINISHED), (19, "direction", f32(np.ones(16)))]
-    fraction, feedback = check(assignment, oracles, "hvp_plain_matches_oracle", replace(events, "hvp_plain", hvp))
-    assert fraction == 0 and "still a TODO" in feedback
+def test_direction_set_after_the_hvp_call_is_the_one_used(assignment, oracles, base_events):
+    """The tangent was passed inline and `direction` set one statement later: graded along that direction."""
+    line = f32(np.linspace(-1, 1, 16))
+    events = drop(base_events, "direction") + [(19, "direction", line)]
+    for name in ("hvp_direction_is_nonuniform", "hvp_plain_matches_oracle", "hvp_remat_matches"):
+        fraction, feedback = check(assignment, oracles, name, events)
+        assert fraction == 1, (name, feedback)
+    # no tangent recorded, no direction before and one after that does not explain the HVP: judged along it, and fails
+    events = drop(base_events, "direction") + [(19, "direction", f32(np.ones(16)))]
+    fraction, feedback = check(assignment, oracles, "hvp_plain_matches_oracle", events,
+                               calls=[c for c in good_calls(oracles["baseline"], events) if c.stmt != INDEX["hvp_plain"]])
+    assert fraction == 0 and "exact Hessian-vector product" in feedback
+    # no direction at all anywhere
+    fraction, feedback = check(assignment, oracles, "hvp_plain_matches_oracle", drop(base_events, "direction"),
+                               calls=[])
+    assert fraction == 0 and "`direction` is not defined" in feedback
+
+
+def test_recorded_tangent_wins_over_the_direction_name(assignment, oracles, base_events):
+    """jvp was handed linspace while `direction` still held ones: the tangent actually passed is used."""
+    line = f32(np.linspace(-1, 1, 16))
+    events = replace(drop(base_events, "direction"), "hvp_plain", f32(oracles["baseline"].hvp(line)))
+    events = replace(events, "hvp_remat", f32(oracles["baseline"].hvp(line))) + [(11, "direction", f32(np.ones(16)))]
+    calls = [c for c in good_calls(oracles["baseline"], events) if c.stmt not in (INDEX["hvp_plain"], INDEX["hvp_remat"])]
+    calls += [autodiff_call(INDEX["hvp_plain"], 2, tangent=line), autodiff_call(INDEX["hvp_remat"], 2, True, tangent=line)]
+    for name in ("hvp_direction_is_nonuniform", "hvp_plain_matches_oracle", "hvp_remat_matches"):
+        fraction, feedback = check(assignment, oracles, name, events, calls=calls)
+        assert fraction == 1, (name, feedback)
 
 
 def test_hvp_value_problems(assignment, oracles, base_events):
@@ -549,7 +645,7 @@ def test_failure_only_in_variant_gets_label_and_hint(assignment, oracles, base_e
     assert result.score == 0
     description = assignment.scenarios["variant"].description
     assert result.feedback.startswith(f"[variant run: {description}] ")
-    assert f"seed {VARIANT_SEED}" in result.feedback and "instead of copying a number" in result.feedback
+    assert f"seed {VARIANT_SEED}" in result.feedback and "follows a different seed" in result.feedback
     # the others stay unlabelled
     assert results["gradients.inputs"].passed and not results["gradients.inputs"].feedback.startswith("[")
 
@@ -564,18 +660,18 @@ def test_failure_only_in_baseline_is_labelled_without_the_variant_hint(assignmen
     results = results_by_id(assignment, oracles, replace(base_events, "automatic", 0.0), variant_events)
     result = results["directional.automatic"]
     assert result.score == 0 and result.feedback.startswith("[baseline run: your file as written] ")
-    assert "instead of copying" not in result.feedback
+    assert "follows a different seed" not in result.feedback
 
 
 def test_combined_score_is_the_minimum_over_scenarios(assignment, oracles, base_events, variant_events):
     spec = next(s for s in assignment.checks if s.id == "hvp.plain_matches_oracle")
     snapshots = {"baseline": make_snapshot(oracles["baseline"], "baseline", base_events),
                  "variant": make_snapshot(oracles["variant"], "variant", variant_events)}
-    result = _combine(assignment, spec, [("baseline", 1.0, "ok"), ("variant", 0.25, "partly")], snapshots)
+    result = _combine(assignment, spec, [("baseline", 1.0, "ok"), ("variant", 0.25, "partly")], snapshots, {})
     assert result.score == pytest.approx(spec.points * 0.25) and result.feedback.startswith("[variant run")
-    result = _combine(assignment, spec, [("baseline", 0.5, "half"), ("variant", 0.75, "most")], snapshots)
+    result = _combine(assignment, spec, [("baseline", 0.5, "half"), ("variant", 0.75, "most")], snapshots, {})
     assert result.score == pytest.approx(spec.points * 0.5) and "half" in result.feedback
-    result = _combine(assignment, spec, [("baseline", 1.0, "ok"), ("variant", 1.0, "fine")], snapshots)
+    result = _combine(assignment, spec, [("baseline", 1.0, "ok"), ("variant", 1.0, "fine")], snapshots, {})
     assert result.score == spec.points and result.passed and result.feedback == "ok"
 
 
@@ -587,3 +683,275 @@ def test_partial_results_are_clamped(assignment, oracles, base_events):
         assert got == expected and note == "some"
     got, note = evaluate(lambda run, oracle, settings: 1 / 0, spec, view, None, assignment.settings)
     assert got == 0 and "ZeroDivisionError" in note
+
+
+# ---- method evidence -------------------------------------------------------------------------------------
+
+def _finite_calls(oracles, events, points):
+    oracle = oracles["baseline"]
+    others = [c for c in good_calls(oracle, events) if c.stmt != INDEX["finite"]]
+    return others + [evaluations_call(INDEX["finite"], oracle, points)]
+
+
+@pytest.mark.parametrize("eps", [1e-4, 3e-4, 1e-3])
+def test_forward_difference_is_named_from_the_evaluations_even_when_its_value_passes(assignment, oracles, base_events, eps):
+    """A forward difference at a tiny step hides under float32 rounding; the evaluation points do not."""
+    oracle = oracles["baseline"]
+    central = oracle.differences(oracle.ones, eps)["central"]
+    events = replace(replace(base_events, "eps", eps), "finite", central)       # the value even looks central
+    calls = _finite_calls(oracles, events, [oracle.x + eps, oracle.x])
+    fraction, feedback = check(assignment, oracles, "finite_is_central_difference", events, calls=calls)
+    assert fraction == 0 and "forward difference" in feedback and "x and x + ε·v" in feedback
+    calls = _finite_calls(oracles, events, [oracle.x, oracle.x - eps])
+    fraction, feedback = check(assignment, oracles, "finite_is_central_difference", events, calls=calls)
+    assert fraction == 0 and "backward difference" in feedback
+
+
+def test_exact_derivative_passed_off_as_a_difference_fails(assignment, oracles, base_events):
+    oracle = oracles["baseline"]
+    exact = float(np.float32(oracle.directional_derivative(oracle.ones)))
+    events = replace(base_events, "finite", exact)
+    calls = [c for c in good_calls(oracle, events) if c.stmt != INDEX["finite"]]
+    calls.append(autodiff_call(INDEX["finite"], 1, kind="jvp", point=oracle.x))
+    fraction, feedback = check(assignment, oracles, "finite_is_central_difference", events, calls=calls)
+    assert fraction == 0 and "exact derivative" in feedback
+
+
+def test_step_along_another_vector_fails(assignment, oracles, base_events):
+    oracle = oracles["baseline"]
+    line = np.linspace(-1, 1, 16)
+    calls = _finite_calls(oracles, base_events, [oracle.x + 1e-3 * line, oracle.x - 1e-3 * line])
+    fraction, feedback = check(assignment, oracles, "finite_is_central_difference", base_events, calls=calls)
+    assert fraction == 0 and "other than v = (1,…,1)" in feedback
+
+
+def test_batched_evaluations_count_as_points(assignment, oracles, base_events):
+    """jax.vmap(plain)(jnp.stack([x+eps, x-eps])): one call with a (2, 16) argument."""
+    oracle = oracles["baseline"]
+    stacked = np.stack([oracle.x + 1e-3, oracle.x - 1e-3])
+    batch = CallEvent(stmt=INDEX["finite"], kind="vmap", name=None, concrete=True, ok=True,
+                      evaluations=(Evaluation("vmap", None, (stacked,), ()),))
+    calls = [c for c in good_calls(oracle, base_events) if c.stmt != INDEX["finite"]] + [batch]
+    fraction, feedback = check(assignment, oracles, "finite_is_central_difference", base_events, calls=calls)
+    assert fraction == 1, feedback
+
+
+def test_no_evidence_at_all_falls_back_to_the_value_and_says_so(assignment, oracles, base_events):
+    calls = [c for c in good_calls(oracles["baseline"], base_events) if c.stmt != INDEX["finite"]]
+    fraction, feedback = check(assignment, oracles, "finite_is_central_difference", base_events, calls=calls)
+    assert fraction == 1 and "could not see how `finite` was computed" in feedback
+    # the recorder could not be installed: every method check falls back, and says so
+    snap = make_snapshot(oracles["baseline"], "baseline", base_events, calls=[])
+    snap.evidence.installed = False
+    view = RunView(snap, assignment.bindings)
+    for function_name in ("automatic_is_gradient_dot_ones", "hvp_plain_matches_oracle", "hvp_remat_matches"):
+        spec = next(s for s in assignment.checks if s.function == function_name)
+        fraction, feedback = evaluate(getattr(assignment.check_module, function_name), spec, view,
+                                      oracles["baseline"], assignment.settings)
+        assert fraction == 1 and "could not see how" in feedback, (function_name, feedback)
+
+
+def test_omitted_calls_make_the_evidence_incomplete(assignment, oracles, base_events):
+    snap = make_snapshot(oracles["baseline"], "baseline", base_events, calls=[])
+    snap.statements[INDEX["automatic"]].calls_omitted = 3
+    spec = next(s for s in assignment.checks if s.function == "automatic_is_gradient_dot_ones")
+    fraction, feedback = evaluate(assignment.check_module.automatic_is_gradient_dot_ones, spec,
+                                  RunView(snap, assignment.bindings), oracles["baseline"], assignment.settings)
+    assert fraction == 1 and "could not see how `automatic`" in feedback
+
+
+def test_automatic_must_come_from_autodiff(assignment, oracles, base_events):
+    oracle = oracles["baseline"]
+    others = [c for c in good_calls(oracle, base_events) if c.stmt != INDEX["automatic"]]
+    # copied from a difference quotient: evaluations at x +- eps and no differentiation
+    copied = others + [evaluations_call(INDEX["automatic"], oracle, [oracle.x + 1e-3, oracle.x - 1e-3])]
+    fraction, feedback = check(assignment, oracles, "automatic_is_gradient_dot_ones", base_events, calls=copied)
+    assert fraction == 0 and "difference quotient, not autodiff" in feedback
+    # nothing differentiated at all (the NumPy recurrence's gradient, a typed number)
+    fraction, feedback = check(assignment, oracles, "automatic_is_gradient_dot_ones", base_events, calls=others)
+    assert fraction == 0 and "applied no JAX differentiation" in feedback
+    # jax.jvp of the objective
+    jvp = others + [autodiff_call(INDEX["automatic"], 1, kind="jvp", point=oracle.x, tangent=np.ones(16))]
+    assert check(assignment, oracles, "automatic_is_gradient_dot_ones", base_events, calls=jvp)[0] == 1
+
+
+def test_automatic_copied_from_finite_is_traced_through_the_name_it_read(assignment, oracles, base_events):
+    """`automatic = finite`: the statement reads `finite`, whose statement evaluated the objective at x +- eps."""
+    oracle = oracles["baseline"]
+    exact = float(np.float32(oracle.directional_derivative(oracle.ones)))
+    events = replace(replace(base_events, "finite", exact), "automatic", exact)
+    calls = [c for c in good_calls(oracle, events) if c.stmt != INDEX["automatic"]]
+    snap = make_snapshot(oracle, "baseline", events, calls=calls)
+    snap.statements[INDEX["automatic"]].reads = ["finite"]
+    spec = next(s for s in assignment.checks if s.function == "automatic_is_gradient_dot_ones")
+    fraction, feedback = evaluate(assignment.check_module.automatic_is_gradient_dot_ones, spec,
+                                  RunView(snap, assignment.bindings), oracle, assignment.settings)
+    assert fraction == 0 and "difference quotient" in feedback
+
+
+def _hvp_calls(oracles, events, plain_call, remat_call):
+    others = [c for c in good_calls(oracles["baseline"], events) if c.stmt not in (INDEX["hvp_plain"], INDEX["hvp_remat"])]
+    return others + [c for c in (plain_call, remat_call) if c is not None]
+
+
+def test_hvp_remat_from_plain_fails_only_the_remat_check(assignment, oracles, base_events):
+    line = f32(np.linspace(-1, 1, 16))
+    calls = _hvp_calls(oracles, base_events, autodiff_call(INDEX["hvp_plain"], 2, tangent=line),
+                       autodiff_call(INDEX["hvp_remat"], 2, rematerialized=False, tangent=line))
+    assert check(assignment, oracles, "hvp_plain_matches_oracle", base_events, calls=calls)[0] == 1
+    fraction, feedback = check(assignment, oracles, "hvp_remat_matches", base_events, calls=calls)
+    assert fraction == 0 and "no jax.checkpoint-ed function ran under it" in feedback
+
+
+def test_hvp_plain_from_remat_fails(assignment, oracles, base_events):
+    line = f32(np.linspace(-1, 1, 16))
+    calls = _hvp_calls(oracles, base_events, autodiff_call(INDEX["hvp_plain"], 2, rematerialized=True, tangent=line),
+                       autodiff_call(INDEX["hvp_remat"], 2, rematerialized=True, tangent=line))
+    fraction, feedback = check(assignment, oracles, "hvp_plain_matches_oracle", base_events, calls=calls)
+    assert fraction == 0 and "rematerialized" in feedback
+    assert check(assignment, oracles, "hvp_remat_matches", base_events, calls=calls)[0] == 1
+
+
+def test_hvp_without_second_order_autodiff_fails(assignment, oracles, base_events):
+    oracle = oracles["baseline"]
+    line = np.linspace(-1, 1, 16)
+    # a finite difference of jax.grad: first-order roots at x +- h d
+    fd = [autodiff_call(INDEX["hvp_plain"], 1, kind="grad", point=oracle.x + 1e-4 * line),
+          autodiff_call(INDEX["hvp_plain"], 1, kind="grad", point=oracle.x - 1e-4 * line)]
+    calls = _hvp_calls(oracles, base_events, None, None) + fd
+    fraction, feedback = check(assignment, oracles, "hvp_plain_matches_oracle", base_events, calls=calls)
+    assert fraction == 0 and "finite difference of jax.grad" in feedback
+    # a NumPy HVP: no differentiation at all
+    calls = _hvp_calls(oracles, base_events, None, None)
+    fraction, feedback = check(assignment, oracles, "hvp_plain_matches_oracle", base_events, calls=calls)
+    assert fraction == 0 and "applied no JAX differentiation" in feedback
+    fraction, feedback = check(assignment, oracles, "hvp_remat_matches", base_events, calls=calls)
+    assert fraction == 0 and "applied no JAX differentiation" in feedback
+
+
+def test_both_hvps_in_one_statement_are_told_apart(assignment, oracles, base_events):
+    """`hvp_plain, hvp_remat = [hvp(f) for f in (plain, remat)]`: one statement, two second-order calls."""
+    line = f32(np.linspace(-1, 1, 16))
+    events = [(i if n != "hvp_remat" else INDEX["hvp_plain"], n, v) for i, n, v in base_events]
+    calls = [c for c in good_calls(oracles["baseline"], base_events) if c.stmt not in (INDEX["hvp_plain"], INDEX["hvp_remat"])]
+    calls += [autodiff_call(INDEX["hvp_plain"], 2, tangent=line), autodiff_call(INDEX["hvp_plain"], 2, True, tangent=line)]
+    for name in ("hvp_plain_matches_oracle", "hvp_remat_matches"):
+        assert check(assignment, oracles, name, events, calls=calls)[0] == 1
+
+
+# ---- values graded as the exercise used them ---------------------------------------------------------------
+
+def test_later_rebinding_does_not_replace_the_exercise_value(assignment, oracles, base_events):
+    events = base_events + [(30, "finite", np.array(True)), (31, "eps", float(np.finfo(np.float32).eps)),
+                            (32, "x", 3.0)]
+    for name in ("finite_is_central_difference", "eps_is_a_sensible_step", "inputs_are_the_lessons"):
+        fraction, feedback = check(assignment, oracles, name, events)
+        assert fraction == 1, (name, feedback)
+    snap = make_snapshot(oracles["baseline"], "baseline", events)
+    from grader.provenance import Provenance
+
+    note = Provenance(snap, assignment.bindings).rebinding_note("finite")
+    assert note and "line 40" in note and f"line {10 + INDEX['finite']}" in note
+
+
+# ---- the variant's compiler: one analysis missing, the other unforeseeable --------------------------------
+
+def test_variant_memory_is_missing_for_one_and_varied_for_the_other(oracles):
+    memory = oracles["variant"].memory
+    assert sum(m is None for m in memory) == 1
+    varied = next(m for m in memory if m is not None)
+    assert len(set(varied.values())) == len(varied), "every field differs from every other"
+    real = MEMORY_PLAIN if memory[0] is not None else MEMORY_REMAT
+    assert all(varied[name] != real[name] for name in real)
+    assert oracles["baseline"].memory == [MEMORY_PLAIN, MEMORY_REMAT]
+
+
+def test_variant_memory_checks(assignment, oracles, variant_events):
+    oracle = oracles["variant"]
+    index = next(i for i, m in enumerate(oracle.memory) if m is not None)
+    missing = 1 - index
+    run = lambda fn, memory: check(assignment, oracles, fn, replace(variant_events, "memory", memory), "variant")
+    good = [None if m is None else dict(m) for m in oracle.memory]
+    for name in ("memory_is_two_dicts", "memory_figures_match_compiler", "unavailable_memory_is_none"):
+        assert run(name, good)[0] == 1, name
+    typed = list(good)
+    typed[index] = dict(MEMORY_PLAIN)
+    fraction, feedback = run("memory_figures_match_compiler", typed)
+    assert fraction == 0 and "in this run the compiler reported" in feedback
+    swapped = list(good)
+    figures = dict(good[index])
+    figures["argument_size_in_bytes"], figures["output_size_in_bytes"] = figures["output_size_in_bytes"], figures["argument_size_in_bytes"]
+    swapped[index] = figures
+    fraction, feedback = run("memory_figures_match_compiler", swapped)
+    assert fraction == 0 and "holds the figure the compiler reported for" in feedback
+    all_none = [None, None]
+    fraction, feedback = run("memory_is_two_dicts", all_none)
+    assert fraction == 0 and "Record None only when memory_analysis() returns None" in feedback
+    for bad, fragment in (({}, "empty dict"), ({k: 0 for k in MEMORY_PLAIN}, "zeros"), ("unavailable", "should be None")):
+        entries = list(good)
+        entries[missing] = bad
+        fraction, feedback = run("unavailable_memory_is_none", entries)
+        assert fraction == 0 and fragment in feedback, feedback
+
+
+def _availability(events, y, title="Compiler memory analysis unavailable", ylabel="analysis available (1=yes)",
+                  label="availability, not byte count"):
+    return _with_second_panel(events, {"kind": "bar", "title": title, "ylabel": ylabel, "series": [{"label": label, "y": y}]})
+
+
+@pytest.mark.parametrize("title, ylabel, label", [
+    ("No compiler memory analysis", "reported (1) / missing (0)", "analysis"),
+    ("Memory analysis not available", "", ""),
+    ("Compiler memory estimate", "analysis supported (1 = yes)", "availability"),
+    ("Analysis present?", "1 = present, 0 = absent", "")])
+def test_availability_panel_accepts_ordinary_wordings(assignment, oracles, variant_events, title, ylabel, label):
+    y = [int(m is not None) for m in oracles["variant"].memory]
+    fraction, feedback = check(assignment, oracles, "second_panel_is_availability",
+                               _availability(variant_events, y, title, ylabel, label), "variant")
+    assert fraction == 1, feedback
+
+
+def test_availability_panel_is_judged_by_meaning(assignment, oracles, variant_events):
+    oracle = oracles["variant"]
+    y = [int(m is not None) for m in oracle.memory]
+    run = lambda events: check(assignment, oracles, "second_panel_is_availability", events, "variant")
+    # zero-byte bars whose label says "missing": bytes, not availability
+    fraction, feedback = run(_availability(variant_events, [0, 0], "Temporary bytes (missing)", "estimated temporary bytes", "missing"))
+    assert fraction == 0 and "labelled in bytes" in feedback
+    # byte heights under an availability title
+    heights = [0 if m is None else m["temp_size_in_bytes"] for m in oracle.memory]
+    fraction, feedback = run(_availability(variant_events, heights))
+    assert fraction == 0 and "read as byte counts" in feedback
+    # unlabelled
+    fraction, feedback = run(_availability(variant_events, y, "Compiler memory", "", ""))
+    assert fraction == 0 and "Label the substitute panel" in feedback
+    # the missing one drawn as available
+    fraction, feedback = run(_availability(variant_events, [1, 1]))
+    assert fraction == 0 and "missing in this run" in feedback
+    # [0, 0] says less than it could, but nothing untrue about the missing one: passes with a note
+    fraction, feedback = run(_availability(variant_events, [0, 0]))
+    assert fraction == 1 and "int(m is not None)" in feedback
+    # booleans are availability too
+    assert run(_availability(variant_events, [bool(v) for v in y]))[0] == 1
+
+
+# ---- the grader's own faults are never the student's ---------------------------------------------------------
+
+def test_an_error_raised_by_a_scenario_replacement_is_not_held_against_the_student(assignment, oracles, base_events,
+                                                                                     variant_events):
+    error = {"type": "TypeError", "message": "__init__() got an unexpected keyword argument 'seed'", "line": 12,
+             "cell": None, "traceback": "", "grader_fault": False, "through_setup": True}
+    broken = drop(drop(drop(variant_events, "w"), "x"), "memory")
+    snapshots = {"baseline": make_snapshot(oracles["baseline"], "baseline", base_events),
+                 "variant": make_snapshot(oracles["variant"], "variant", broken, failed={0: ("error", error, ["w"])})}
+    faults = grader_faults(snapshots)
+    assert list(faults) == ["variant"] and "inside the grader's own code" in faults["variant"][0]
+    results = {r.id: r for r in run_checks(assignment, snapshots, oracles)}
+    inputs = results["gradients.inputs"]
+    assert inputs.passed and "copying" not in inputs.feedback and "grader's own code failed" in inputs.feedback
+    # a variant-only check (no other run to fall back on) is given, not taken
+    none_check = results["memory_unavailable.recorded_as_none"]
+    assert none_check.passed and "Not held against you" in none_check.feedback
+    # the same error in baseline too is the student's own (a misuse of the real API)
+    snapshots["baseline"] = make_snapshot(oracles["baseline"], "baseline", base_events, failed={0: ("error", error, ["w"])})
+    assert "variant" not in grader_faults(snapshots)

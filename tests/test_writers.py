@@ -10,7 +10,7 @@ import pytest
 
 from grader import assignment as assignment_module
 from grader import batch, reference
-from grader.harness import encode_value
+from grader.child.encoding import encode_value
 from grader.writers import atomic_write, feedback_markdown, grades_csv, write_result
 
 GROUPS = ["runs", "gradients", "hvp"]

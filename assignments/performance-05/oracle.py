@@ -10,7 +10,11 @@ figures depend on the installed JAX, so they come from the grader's own run of t
 
 from __future__ import annotations
 
+import importlib.util
 from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -85,6 +89,7 @@ class Oracle:
     w: np.ndarray
     x: np.ndarray
     facts: dict = field(default_factory=dict)
+    setup: tuple[str, ...] = ()      # the scenario's set-up functions (what its compiler reports depends on them)
 
     @property
     def ones(self) -> np.ndarray:
@@ -118,12 +123,33 @@ class Oracle:
         return [len(lines) for lines in self.facts["reports"]]
 
     @property
-    def memory(self) -> list[dict | None]:
-        """Compiled memory figures of the reference gradients on the installed JAX, or None where unavailable."""
+    def real_memory(self) -> list[dict | None]:
+        """Compiled memory figures of the reference gradients on the installed JAX (plain, remat)."""
         return self.facts["memory"]
 
+    @property
+    def memory(self) -> list[dict | None]:
+        """What `memory_analysis()` reports for each executable in this scenario: the real figures, None where the
+        scenario hides the analysis, or the variant's figures (scenario_setup.variant_memory, one definition)."""
+        if "hide_memory_analysis" in self.setup:
+            return [None for _ in self.real_memory]
+        if "vary_memory_analysis" in self.setup:
+            vary = _scenario_setup().variant_memory
+            return [None if real is None else vary(real, self.seed, index) for index, real in enumerate(self.real_memory)]
+        return self.real_memory
 
-def build(seed: int, facts: dict) -> Oracle:
-    """Entry point the framework calls: one oracle per scenario (its seed) and reference run (its facts)."""
+
+@lru_cache(maxsize=1)
+def _scenario_setup() -> Any:
+    """scenario_setup.py (beside this file) as a module: trusted code, only its pure function is called here."""
+    path = Path(__file__).with_name("scenario_setup.py")
+    spec = importlib.util.spec_from_file_location("performance_05_scenario_setup", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def build(seed: int, facts: dict, scenario: Any = None) -> Oracle:
+    """Entry point the framework calls: one oracle per scenario (its seed and set-up) and reference run (its facts)."""
     w, x = lesson_inputs(seed)
-    return Oracle(seed=seed, w=w, x=x, facts=facts)
+    return Oracle(seed=seed, w=w, x=x, facts=facts, setup=tuple(getattr(scenario, "setup", ())))

@@ -3,22 +3,19 @@
 A probe is a function whose parameters are contract names. The harness calls it again whenever one of
 those names changes, and streams its return value out as plain data, so a later crash or `os._exit`
 does not lose it. The grader compares what comes back with its own float64 oracle.
+
+`trusted` is the real JAX API, captured by the harness before the student's file ran: a student who
+replaces `jax.grad` in their file changes what their own code computes, never what a probe computes.
 """
 
 
 def grad_plain(plain, x, w):
-    import jax
-
-    return jax.grad(plain)(x)
+    return trusted.grad(plain)(x)  # noqa: F821 -- injected by the harness
 
 
 def grad_remat(remat, x, w):
-    import jax
-
-    return jax.grad(remat)(x)
+    return trusted.grad(remat)(x)  # noqa: F821
 
 
 def grad_whole(whole, x, w):
-    import jax
-
-    return jax.grad(whole)(x)
+    return trusted.grad(whole)(x)  # noqa: F821

@@ -177,7 +177,8 @@ def supervise(request, fds):
 
 
 FD_NAMES = ("job", "output", "channel", "status")
-PRELOAD = ("numpy", "numpy.testing", "jax", "jax.numpy", "jax.ad_checkpoint", "concurrent.futures", "harness")
+PRELOAD = ("numpy", "numpy.testing", "jax", "jax.numpy", "jax.ad_checkpoint", "concurrent.futures", "encoding", "recorder",
+           "harness")
 
 
 def serve(sock):
