@@ -45,6 +45,8 @@ def previous_record(out: Path, submission: Submission, assignment: Assignment) -
         record = json.loads(path.read_text())
     except (OSError, ValueError):
         return None
+    if not isinstance(record, dict) or record.get("grader_error") or record.get("grader_faults"):
+        return None   # a record the grader's own failure shaped is graded again, never reused
     same = (isinstance(record, dict) and record.get("sha256") == submission.sha256
             and record.get("fingerprint") == assignment.fingerprint
             and record.get("environment", {}).get("grader") == __version__ and record.get("file") == submission.relative)
@@ -57,7 +59,9 @@ def grade_one(assignment: Assignment, submission: Submission, facts: dict, seed:
         return grade(assignment, submission, facts, seed, runner)
     except Exception:  # a grader bug must still leave a record for this student
         detail = traceback.format_exc(limit=3).strip().splitlines()[-1]
-        return error_record(assignment, submission, f"The grader failed on this submission ({detail}); please report it.", seed)
+        record = error_record(assignment, submission, f"The grader failed on this submission ({detail}); please report it.", seed)
+        record["grader_error"] = traceback.format_exc(limit=12)[-4000:]
+        return record
 
 
 def grade_folder(assignment: Assignment, folder: Path, out: Path, workers: int | None = None, regrade: bool = False,

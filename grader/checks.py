@@ -200,22 +200,28 @@ def errors_only_in(scenario: str, snapshots: dict[str, Snapshot]) -> list[Statem
 
 
 def grader_faults(snapshots: dict[str, Snapshot]) -> dict[str, list[str]]:
-    """Scenario -> why the grader's own code failed in that run (empty lists are left out).
+    """Scenario -> why the grader failed to set that run up (empty lists are left out).
 
-    An error raised inside a scenario's replacement (or on its way through one) that baseline did not have is
-    the grader's fault, as is a failed set-up; a student's misuse fails in baseline too and stays theirs."""
-    faults: dict[str, list[str]] = {}
+    Only what the student's process could not have written counts: the harness's set-up report on its control
+    pipe (closed before the first student statement) and the sandbox's own status. An error that a run's data
+    channel attributes to the grader's code is never taken on its word (`reported_faults` lists it for the
+    instructor); the scenario replacements are written so that they cannot raise errors of their own."""
+    return {name: [f"the grader could not prepare the run ({snapshot.setup_error})"]
+            for name, snapshot in snapshots.items() if snapshot.setup_error}
+
+
+def reported_faults(snapshots: dict[str, Snapshot]) -> dict[str, list[str]]:
+    """Errors a run reported as raised inside the grader's own code (claims from the student's process)."""
+    found: dict[str, list[str]] = {}
     for name, snapshot in snapshots.items():
-        found = [f"the grader could not prepare the run ({snapshot.setup_error})"] if snapshot.setup_error else []
         only_here = errors_only_in(name, snapshots)
         for statement in snapshot.failed_statements:
             error = statement.error or {}
             if (error.get("grader_fault") or error.get("through_setup")) and (name == "baseline" or statement in only_here):
-                found.append(f"{where(statement.line, statement.cell)} raised {error.get('type')} inside the grader's "
-                             f"own code: {str(error.get('message'))[:200]}")
-        if found:
-            faults[name] = found
-    return faults
+                found.setdefault(name, []).append(
+                    f"{where(statement.line, statement.cell)} raised {error.get('type')} inside the grader's own code "
+                    f"(as the run reported it): {str(error.get('message'))[:200]}")
+    return found
 
 
 def _combine(assignment: Assignment, spec: CheckSpec, outcomes: list, snapshots: dict[str, Snapshot],

@@ -35,13 +35,16 @@ def warm(assignment: Assignment, cache_root: Path, seeds: dict[str, int]) -> Pat
     """Run the reference solution in each scenario (with the given seed) unless done before; return the folder."""
     folder = cache_folder(cache_root)
     folder.mkdir(parents=True, exist_ok=True)
+    markers = cache_root / f"{folder.name}-warmed"
+    markers.mkdir(exist_ok=True)
     isolation = strongest_available()
     if not isinstance(isolation, Bubblewrap):
         return folder   # without bubblewrap there is no fork server to use it (and no way to show it at SANDBOX_PATH)
     isolation = isolation.with_writable(folder, SANDBOX_PATH)
     source = assignment.solution_path.read_text()
     for name, seed in seeds.items():
-        marker = folder / f"warmed-{assignment.id}-{assignment.fingerprint}-{name}-{seed}"
+        # Markers live beside the cache, not in it: runs see the cache folder, and must not see the batch's seeds.
+        marker = markers / hashlib.sha256(f"{assignment.id}-{assignment.fingerprint}-{name}-{seed}".encode()).hexdigest()[:24]
         if marker.exists():
             continue
         job = make_job(assignment, assignment.scenarios[name], seed, source, assignment.submission_filename)

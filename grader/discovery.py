@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import codecs
 import hashlib
+import os
+import re
 import io
 import stat
 import tokenize
@@ -19,6 +21,7 @@ from pathlib import Path
 from .notebook import Cell, NotebookError, joined_source, notebook_cells
 
 SOURCE_SUFFIXES = (".py", ".ipynb")
+SAFE_RUN_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.@+-]{0,99}\.(py|ipynb)")
 IGNORED_NAMES = {"__pycache__", ".DS_Store", "__MACOSX", ".ipynb_checkpoints", "Thumbs.db"}
 
 
@@ -33,21 +36,58 @@ class Submission:
     sha256: str = ""
     data: bytes = b""               # the file's bytes (a readable copy is the run's `__file__`)
     cells: list[Cell] | None = None     # a notebook's code cells, run one by one; None for a .py file
+    expected_name: str = ""             # the name the assignment asks for
+    from_folder: bool = False           # the entry is a folder (the Gradescope and otter layouts)
+
+    @property
+    def run_name(self) -> str:
+        """The file name the run sees (`__file__`, tracebacks): the submission's own when it is a plain one, else
+        the name the assignment asks for, with the submission's kind."""
+        name = self.path.name
+        if SAFE_RUN_NAME.fullmatch(name):
+            return name
+        suffix = ".ipynb" if self.cells is not None else ".py"
+        return Path(self.expected_name or "submission.py").stem + suffix
+
+
+MAX_FOLDER_ENTRIES = 2000          # files looked at inside one submission folder (a folder of a million is refused)
+ID_LENGTH = 80
 
 
 def discover(folder: Path, expected_name: str, max_bytes: int, exclude: Path | None = None) -> list[Submission]:
-    """Every entry of `folder` as a Submission, sorted by id, ids made unique (`exclude`: the output folder)."""
+    """Every entry of `folder` as a Submission, sorted by id, ids unique and stable (`exclude`: the output folder).
+
+    Names are read as bytes, so any name the file system allows (not UTF-8, 255 bytes long) gets a record."""
     if not folder.is_dir():
         raise FileNotFoundError(f"{folder} is not a folder")
     submissions = []
-    for entry in sorted(folder.iterdir(), key=lambda p: p.name):
+    for raw in sorted(os.listdir(os.fsencode(folder))):
+        entry = folder / os.fsdecode(raw)
         if entry.name in IGNORED_NAMES or entry.name.startswith("."):
             continue
         if exclude is not None and not entry.is_symlink() and entry.resolve() == exclude.resolve():
             continue
         submissions.append(_from_entry(entry, folder, expected_name, max_bytes))
     _make_ids_unique(submissions)
-    return submissions
+    return sorted(submissions, key=lambda s: s.id)
+
+
+def printable(name: str) -> str:
+    """A name as text that can be written anywhere: bytes that are not UTF-8 become U+FFFD."""
+    return name.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+
+
+def entry_id(name: str, keep_suffix: bool = False) -> str:
+    """A stable id from an entry's name: the stem of `x.py`/`x.ipynb` (exact, lowercase suffix), else the whole
+    name; anything unsafe in a file name, or too long, is replaced and a hash of the real name is added, so two
+    names never meet in one id and the same name always gives the same id."""
+    suffix = Path(name).suffix
+    base = name[: -len(suffix)] if suffix in SOURCE_SUFFIXES and not keep_suffix else name
+    clean = "".join(c if c.isalnum() or c in "-_.@+" else "_" for c in base).lstrip(".-+@")
+    if clean != base or len(clean) > ID_LENGTH or not clean:
+        digest = hashlib.sha256(os.fsencode(name)).hexdigest()[:8]
+        clean = f"{clean[:ID_LENGTH] or 'submission'}-{digest}"
+    return clean
 
 
 def load_single(path: Path, expected_name: str, max_bytes: int) -> Submission:
@@ -57,25 +97,44 @@ def load_single(path: Path, expected_name: str, max_bytes: int) -> Submission:
 
 
 def _from_entry(entry: Path, folder: Path, expected_name: str, max_bytes: int) -> Submission:
-    relative = entry.name
+    relative = printable(entry.name)
     if entry.is_symlink():
-        return Submission(id=_stem(entry), path=entry, relative=relative,
-                          problem=f"{entry.name} is a symbolic link; submit the file itself.")
+        return Submission(id=entry_id(entry.name), path=entry, relative=relative,
+                          problem=f"{relative} is a symbolic link; submit the file itself.")
     if entry.is_dir():
         return _from_folder(entry, folder, expected_name, max_bytes)
-    submission = Submission(id=_stem(entry), path=entry, relative=relative)
+    submission = Submission(id=entry_id(entry.name), path=entry, relative=relative)
     if entry.suffix.lower() not in SOURCE_SUFFIXES:
-        submission.problem = f"{entry.name} is not a .py or .ipynb file, so there is nothing to run."
+        submission.problem = f"{relative} is not a .py or .ipynb file, so there is nothing to run."
         return submission
+    if entry.suffix not in SOURCE_SUFFIXES:
+        submission.notes.append(f"The file is named {relative}; its extension is read as {entry.suffix.lower()}.")
     return _load(submission, expected_name, max_bytes)
 
 
+def _source_files(folder: Path) -> tuple[list[Path], bool]:
+    """The .py/.ipynb files under a submission folder (hidden parts skipped), and whether the walk was cut short."""
+    found, seen = [], 0
+    for top, dirs, files in os.walk(folder):
+        dirs[:] = sorted(d for d in dirs if not d.startswith(".") and d not in IGNORED_NAMES)
+        for name in sorted(files):
+            seen += 1
+            if seen > MAX_FOLDER_ENTRIES:
+                return found, True
+            if not name.startswith(".") and name not in IGNORED_NAMES and Path(name).suffix.lower() in SOURCE_SUFFIXES:
+                found.append(Path(top) / name)
+    return found, False
+
+
 def _from_folder(folder: Path, root: Path, expected_name: str, max_bytes: int) -> Submission:
-    candidates = sorted(p for p in folder.rglob("*") if p.suffix.lower() in SOURCE_SUFFIXES
-                        and not any(part.startswith(".") or part in IGNORED_NAMES for part in p.relative_to(folder).parts))
-    submission = Submission(id=folder.name, path=folder, relative=folder.name)
+    candidates, cut = _source_files(folder)
+    submission = Submission(id=entry_id(folder.name, keep_suffix=True), path=folder, relative=printable(folder.name),
+                            from_folder=True)
+    if cut:
+        submission.problem = f"The folder {submission.relative}/ holds more than {MAX_FOLDER_ENTRIES} files; submit only {expected_name}."
+        return submission
     if not candidates:
-        submission.problem = f"The folder {folder.name}/ holds no .py or .ipynb file."
+        submission.problem = f"The folder {submission.relative}/ holds no .py or .ipynb file."
         return submission
     chosen = [p for p in candidates if p.name == expected_name] if len(candidates) > 1 else candidates
     if len(chosen) != 1:
@@ -83,7 +142,7 @@ def _from_folder(folder: Path, root: Path, expected_name: str, max_bytes: int) -
         submission.problem = f"The folder {folder.name}/ holds several candidate files ({names}); submit only {expected_name}."
         return submission
     submission.path = chosen[0]
-    submission.relative = str(chosen[0].relative_to(root))
+    submission.relative = printable(str(chosen[0].relative_to(root)))
     if len(candidates) > 1:
         submission.notes.append(f"Several files were submitted; graded {expected_name} and ignored the others.")
     elif Path(chosen[0].name).stem != Path(expected_name).stem:
@@ -93,7 +152,8 @@ def _from_folder(folder: Path, root: Path, expected_name: str, max_bytes: int) -
 
 def _load(submission: Submission, expected_name: str, max_bytes: int) -> Submission:
     path = submission.path
-    name = path.name
+    name = printable(path.name)
+    submission.expected_name = expected_name
     try:
         if path.is_symlink():
             submission.problem = f"{name} is a symbolic link; submit the file itself."
@@ -153,26 +213,27 @@ def decode_source(data: bytes) -> str | None:
         return None
 
 
-def _stem(path: Path) -> str:
-    return path.stem if path.suffix.lower() in SOURCE_SUFFIXES else path.name
-
-
 def _make_ids_unique(submissions: list[Submission]) -> None:
-    """Ids name output files: make them file-name safe, then unique (`alice.py` and `alice/` both exist)."""
+    """Entries whose names give the same id (`alice/` and `alice.py`): a folder keeps it, a file takes its whole
+    name as its id. Either way the id depends on the entry's own name only, and both records say so."""
+    by_id: dict[str, list[Submission]] = {}
     for submission in submissions:
-        submission.id = safe_filename(submission.id)
-    taken: set[str] = set()
-    for submission in submissions:
-        base = submission.id
-        if base in taken:
-            # a new id must not collide with a real one either (alice/, alice.py and alice-2.py together)
-            all_ids = {s.id for s in submissions}
-            number = 2
-            while f"{base}-{number}" in taken or f"{base}-{number}" in all_ids:
-                number += 1
-            submission.id = f"{base}-{number}"
-            submission.notes.append(f"Another entry is also called {base}; this one is recorded as {submission.id}.")
-        taken.add(submission.id)
+        by_id.setdefault(submission.id, []).append(submission)
+    taken = set(by_id)
+    for base, group in by_id.items():
+        if len(group) < 2:
+            continue
+        group.sort(key=lambda s: (not s.from_folder, s.relative))
+        for submission in group[1:]:
+            name = submission.relative.split("/")[0]
+            new = entry_id(name, keep_suffix=True)
+            if new in taken:
+                new = f"{new}-{hashlib.sha256(os.fsencode(name)).hexdigest()[:8]}"
+            taken.add(new)
+            submission.id = new
+        names = ", ".join(s.relative.split("/")[0] for s in group)
+        for submission in group:
+            submission.notes.append(f"Several entries map to the id {base} ({names}); this one is recorded as {submission.id}.")
 
 
 def safe_filename(submission_id: str) -> str:

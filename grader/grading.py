@@ -7,7 +7,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from .assignment import Assignment
-from .checks import CheckResult, grader_faults, run_checks
+from .checks import CheckResult, grader_faults, reported_faults, run_checks
 from .discovery import Submission
 from .environment import environment
 from .notebook import Cell, joined_line_places
@@ -28,9 +28,7 @@ def grade(assignment: Assignment, submission: Submission, facts: dict, variant_s
     seeds = {name: scenario_seed(assignment, scenario, variant_seed) for name, scenario in assignment.scenarios.items()}
     # Scenarios are independent sandboxes: run them side by side (one student's runs share nothing).
     with ThreadPoolExecutor(max_workers=len(seeds)) as pool:
-        futures = {name: pool.submit(run_scenario, assignment, assignment.scenarios[name], seed, submission.source,
-                                     submission.path.name, runner, submission.cells, submission.data)
-                   for name, seed in seeds.items()}
+        futures = {name: pool.submit(_run, assignment, name, seed, submission, runner) for name, seed in seeds.items()}
         snapshots: dict[str, Snapshot] = {name: future.result()[0] for name, future in futures.items()}
     oracles = {name: build_oracle(assignment, name, seed, facts) for name, seed in seeds.items()}
     checks = run_checks(assignment, snapshots, oracles)
@@ -49,10 +47,23 @@ def grade(assignment: Assignment, submission: Submission, facts: dict, variant_s
                       output=_output(baseline), runs={n: run_summary(s) for n, s in snapshots.items()})
     if faults:
         record["grader_faults"] = {name: found for name, found in faults.items()}
+    reported = reported_faults(snapshots)
+    if reported:
+        record["reported_grader_faults"] = reported   # for the instructor: not trusted, not excused
     if assignment.figure_name:
         record["figures"] = {name: json_safe(snapshot.values.get(assignment.figure_name))
                              for name, snapshot in snapshots.items()}
     return record
+
+
+def _run(assignment: Assignment, scenario: str, seed: int, submission: Submission, runner: Runner | None):
+    """One scenario's run; a run the sandbox could not set up (the grader's failure) is tried once more, fresh."""
+    run = lambda chosen: run_scenario(assignment, assignment.scenarios[scenario], seed, submission.source,  # noqa: E731
+                                      submission.run_name, chosen, submission.cells, submission.data)
+    result = run(runner)
+    if result[0].setup_error:
+        result = run(None)
+    return result
 
 
 def build_oracle(assignment: Assignment, scenario: str, seed: int, facts: dict) -> Any:
@@ -159,6 +170,9 @@ def run_messages(assignment: Assignment, scenario: str, snap: Snapshot, baseline
     elif snap.ending == "exited_early":
         messages.append(f"{run}, {_early_exit_reason(snap, limits)}; values computed before that were kept.")
     memory_errors = [s for s in snap.failed_statements if s.error and s.error["type"] == "MemoryError"]
+    if snap.memory_limit_hit and not memory_errors and snap.ending != "exited_early":
+        messages.append(f"{run}, your program asked for more than its {limits.memory_bytes // 2**20} MiB of memory "
+                        "(shared memory and scratch files included) and was refused.")
     if memory_errors:
         messages.append(f"{run}, {where(memory_errors[0].line, memory_errors[0].cell)} hit the memory limit "
                         f"({limits.memory_bytes // 2**20} MiB) and was stopped.")
@@ -170,8 +184,7 @@ def run_messages(assignment: Assignment, scenario: str, snap: Snapshot, baseline
     if errors and scenario != "baseline":
         places = {(b.line, b.cell) for b in baseline.failed_statements} if baseline else set()
         errors = [s for s in errors if (s.line, s.cell) not in places]
-    errors = [s for s in errors if not (s.error or {}).get("grader_fault")
-              and not (grader_failed and (s.error or {}).get("through_setup"))]
+    errors = [s for s in errors if not (s.error or {}).get("grader_fault")]
     if errors:
         listed = "; ".join(f"{where(s.line, s.cell)}: {s.error['type']}: {s.error['message'][:160]}" for s in errors[:5])
         messages.append(f"{run}, {len(errors)} statement(s) raised an error and the run went on past them ({listed}).")
@@ -195,7 +208,7 @@ def evidence_note(snap: Snapshot) -> str:
 
 def _early_exit_reason(snap: Snapshot, limits) -> str:
     output = snap.output_tail[-4000:]
-    if any(sign in output for sign in MEMORY_SIGNS):
+    if snap.memory_limit_hit or any(sign in output for sign in MEMORY_SIGNS):
         return f"the process ran out of memory (limit {limits.memory_bytes // 2**20} MiB) and ended"
     code = snap.returncode
     if code is not None and code < 0:

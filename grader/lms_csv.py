@@ -42,8 +42,8 @@ def final_grades_csv(records: list[dict], checks: list[tuple[str, float]]) -> st
         graded = record["status"] == "graded"
         status = COMPLETED if graded else (record["messages"][0] if record["messages"] else "not graded")
         fraction = round(record["score"] / record["max_score"], 4) if record["max_score"] else 0.0
-        writer.writerow([record["file"], *(_num(scores.get(name, 0.0)) for name, _ in questions),
-                         _num(record["score"]), _num(fraction), status])
+        writer.writerow([safe_cell(record["file"]), *(_num(scores.get(name, 0.0)) for name, _ in questions),
+                         _num(record["score"]), _num(fraction), safe_cell(status)])
     return stream.getvalue()
 
 
@@ -61,7 +61,7 @@ def canvas_csv(records: list[dict], column: str, points_possible: float, roster:
         student = (roster or {}).get(record["submission"])
         if student is None:
             student = {"Student": record["submission"], "SIS Login ID": record["submission"]}
-        writer.writerow([*(student.get(name, "") for name in CANVAS_STUDENT_COLUMNS), _num(record["score"])])
+        writer.writerow([*(safe_cell(student.get(name, "")) for name in CANVAS_STUDENT_COLUMNS), _num(record["score"])])
     return stream.getvalue()
 
 
@@ -77,6 +77,16 @@ def load_roster(path: Path) -> dict[str, dict]:
             if student[key]:
                 roster.setdefault(student[key], student)
     return roster
+
+
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r", "\n", "\uff1d", "\uff0b", "\uff0d", "\uff20")
+
+
+def safe_cell(value: object) -> str:
+    """Text for a CSV cell that no spreadsheet runs as a formula: a cell starting with = + - @ (or a tab or return)
+    gets a leading apostrophe, as OWASP's CSV-injection guidance recommends. Numbers we write are left alone."""
+    text = str(value)
+    return "'" + text if text.startswith(FORMULA_STARTS) else text
 
 
 def _num(value: float) -> str:

@@ -12,6 +12,8 @@ command line; every result records its description.
 
 from __future__ import annotations
 
+import atexit
+import base64
 import json
 import os
 import resource
@@ -22,13 +24,17 @@ import struct
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
+from .cgroups import CgroupTree, RunCgroup
 from .isolation import RUNTIME_NAME, UIDS, Isolation, strongest_available
 from .sandbox_limits import Limits
+from .seccomp import describe as seccomp_description
+from .seccomp import filter_program
 
 CHILD_DIR = Path(__file__).with_name("child")
 CHILD_MODULES = ("harness.py", "encoding.py", "recorder.py", "zygote_server.py")
@@ -51,6 +57,22 @@ class RawRun:
     isolation: str = ""
     cpu_seconds: float | None = None       # measured where the runner can (the fork server)
     max_rss_bytes: int | None = None
+    control: bytes = b""                   # the harness's set-up report, on a pipe closed before student code
+    memory_limit_hit: bool = False         # the run's cgroup refused memory or killed for it
+    grader_failure: str | None = None      # the sandbox itself failed (never the student's doing)
+
+    @property
+    def setup(self) -> dict:
+        """The harness's report of its own set-up, read from the control pipe (the student never held it)."""
+        try:
+            report = json.loads(self.control.decode("utf-8").strip().splitlines()[0])
+        except (ValueError, IndexError, UnicodeDecodeError):
+            return {}
+        return report if isinstance(report, dict) else {}
+
+    @property
+    def setup_ok(self) -> bool:
+        return self.setup.get("setup") == "ok"
 
 
 class OutputKeeper:
@@ -75,10 +97,15 @@ class OutputKeeper:
 
 
 class FrameReader:
-    """Parses length-prefixed JSON frames; stops (and says why) on garbage or when over its byte budget."""
+    """Parses length-prefixed JSON frames; stops (and says why) on garbage or when over its budgets.
 
-    def __init__(self, budget: int):
+    Bounded in bytes (the channel as a whole and each frame) and in objects: every `{` and `[` of a frame is
+    counted before it is parsed, so 30 MiB of `[{},{},...]` costs a refusal, not gigabytes of dicts."""
+
+    def __init__(self, budget: int, max_objects: int = Limits.channel_max_objects):
         self.budget = budget
+        self.max_objects = max_objects
+        self.objects = 0
         self.buffer = bytearray()
         self.frames: list[dict] = []
         self.received = 0
@@ -101,6 +128,10 @@ class FrameReader:
                 return
             payload = bytes(self.buffer[4 : 4 + size])
             del self.buffer[: 4 + size]
+            self.objects += payload.count(b"{") + payload.count(b"[")
+            if self.objects > self.max_objects:
+                self.problem = f"the data channel carried more than {self.max_objects} objects; the rest was ignored"
+                return
             try:
                 frame = json.loads(payload)
             except (ValueError, RecursionError):
@@ -142,6 +173,21 @@ def apply_limits(pid: int, limits: Limits) -> None:
         resource.prlimit(pid, which, (value, value))
 
 
+_TREE: list[CgroupTree | None] = []
+_TREE_LOCK = threading.Lock()
+
+
+def shared_tree() -> CgroupTree | None:
+    """This grader process's cgroup tree (made on first use, removed at exit), or None where none can be made."""
+    with _TREE_LOCK:
+        if not _TREE:
+            tree = CgroupTree.create()
+            _TREE.append(tree)
+            if tree is not None:
+                atexit.register(tree.close)
+        return _TREE[0]
+
+
 def copy_child_runtime(folder: Path) -> None:
     """The code that runs inside the sandbox (grader/child/), copied to `folder`, readable by any uid."""
     folder.mkdir(mode=0o755)
@@ -162,12 +208,16 @@ def run_job(job: dict, limits: Limits, isolation: Isolation | None = None, pytho
             own_uid: bool = True) -> RawRun:
     """Run one harness job under `limits`; always returns, whatever the child does.
 
-    `own_uid=False` keeps the grader's uid: only for trusted code (the reference solution warming a cache)."""
+    `own_uid=False` keeps the grader's uid and leaves out the cgroup and syscall filter: only for trusted code
+    (the reference solution warming a cache)."""
     isolation = isolation or strongest_available()
     workdir = Path(tempfile.mkdtemp(prefix="grader-run-"))
     started = time.monotonic()
     read_fd, write_fd = os.pipe()
-    raw = RawRun(isolation=isolation.describe())
+    control_read, control_write = os.pipe()
+    tree = shared_tree() if own_uid else None
+    group = None
+    raw = RawRun(isolation=describe_run(isolation.describe(), tree, own_uid))
     process = None
     uid = UIDS.take() if isolation.switches_uid and own_uid else None
     try:
@@ -175,6 +225,9 @@ def run_job(job: dict, limits: Limits, isolation: Isolation | None = None, pytho
         isolation.prepare_workdir(workdir, uid)
         # -u: -I ignores PYTHONUNBUFFERED, and output printed before a hard kill must still reach us.
         argv = isolation.command([python, "-I", "-B", "-u", f"{RUNTIME_NAME}/harness.py"], limits, workdir, uid)
+        if tree is not None:
+            group = tree.run_group(limits)
+            argv = enter_cgroup(group) + argv
         process = subprocess.Popen(
             argv,
             stdin=subprocess.PIPE,
@@ -183,14 +236,19 @@ def run_job(job: dict, limits: Limits, isolation: Isolation | None = None, pytho
             cwd=workdir,
             env=child_environment(workdir),
             start_new_session=True,
-            pass_fds=(write_fd,),
+            pass_fds=(write_fd, control_write),
         )
         os.close(write_fd)
-        channel_fd, write_fd = write_fd, -1
+        os.close(control_write)
+        channel_fd, control_fd, write_fd, control_write = write_fd, control_write, -1, -1
         if isolation.limits_need_pid:
             apply_limits(process.pid, limits)
-        _send_job(process, {**job, "channel_fd": channel_fd})
-        _pump(process, read_fd, limits, raw, started)
+        program = filter_program() if own_uid else None
+        _send_job(process, {**job, "channel_fd": channel_fd, "control_fd": control_fd,
+                            "seccomp": base64.b64encode(program).decode("ascii") if program else None})
+        _pump(process, read_fd, control_read, limits, raw, started)
+    except OSError as error:   # the sandbox could not start the run: the grader's failure, retried by the caller
+        raw.grader_failure = f"{type(error).__name__}: {error}"
     finally:
         if process is not None:
             kill_group(process.pid)
@@ -200,17 +258,36 @@ def run_job(job: dict, limits: Limits, isolation: Isolation | None = None, pytho
             raw.returncode = process.returncode
             if process.stdout:
                 process.stdout.close()
-        for fd in (read_fd, write_fd):
+        for fd in (read_fd, write_fd, control_read, control_write):
             if fd >= 0:
                 try:
                     os.close(fd)
                 except OSError:
                     pass
+        if group is not None and tree is not None:
+            raw.memory_limit_hit = group.memory_limit_hit()
+            raw.max_rss_bytes = group.peak_memory_bytes()
+            tree.release(group)
         shutil.rmtree(workdir, ignore_errors=True)
         if uid is not None:
             UIDS.give_back(uid)
         raw.seconds = round(time.monotonic() - started, 3)
     return raw
+
+
+LAUNCHER = 'while [ "$1" != -- ]; do echo $$ > "$1/cgroup.procs" || exit 125; shift; done; shift; exec "$@"'
+
+
+def enter_cgroup(group: RunCgroup) -> list[str]:
+    """A launcher that moves itself into the run's groups, then execs the run (so nothing runs outside them)."""
+    return ["/bin/sh", "-c", LAUNCHER, "sh", *(str(path) for path in group.directories), "--"]
+
+
+def describe_run(isolation: str, tree: CgroupTree | None, untrusted: bool = True) -> str:
+    if not untrusted:
+        return isolation
+    kernel = tree.describe() if tree is not None else "no cgroup (memory bounded by RLIMIT_DATA only)"
+    return f"{isolation}, {kernel}, {seccomp_description()}"
 
 
 def _send_job(process: subprocess.Popen, job: dict) -> None:
@@ -221,21 +298,26 @@ def _send_job(process: subprocess.Popen, job: dict) -> None:
         pass  # the child is already gone; the pump will see it
 
 
-def _pump(process: subprocess.Popen, channel_fd: int, limits: Limits, raw: RawRun, started: float) -> None:
+def _pump(process: subprocess.Popen, channel_fd: int, control_fd: int, limits: Limits, raw: RawRun,
+          started: float) -> None:
     def wall_limit() -> None:
         raw.killed_at_wall_limit = True
         kill_group(process.pid)
 
     pump(process.stdout.fileno(), channel_fd, limits, raw, started + limits.wall_seconds,
-         has_exited=lambda: process.poll() is not None, at_deadline=wall_limit)
+         has_exited=lambda: process.poll() is not None, at_deadline=wall_limit, control_fd=control_fd)
+
+
+CONTROL_MAX_BYTES = 4096
 
 
 def pump(out_fd: int, channel_fd: int, limits: Limits, raw: RawRun, deadline: float,
-         has_exited: Callable[[], bool], at_deadline: Callable[[], None]) -> None:
-    """Drain output and channel until the child ends (or the deadline), never blocking on either."""
+         has_exited: Callable[[], bool], at_deadline: Callable[[], None], control_fd: int | None = None) -> None:
+    """Drain output, channel and control pipe until the child ends (or the deadline), never blocking on any."""
     output = OutputKeeper(limits.output_keep_bytes)
-    frames = FrameReader(limits.channel_max_bytes)
-    open_fds = {out_fd, channel_fd}
+    frames = FrameReader(limits.channel_max_bytes, limits.channel_max_objects)
+    control = bytearray()
+    open_fds = {out_fd, channel_fd} | ({control_fd} if control_fd is not None else set())
     for fd in open_fds:
         os.set_blocking(fd, False)
     exited_at = None
@@ -260,8 +342,11 @@ def pump(out_fd: int, channel_fd: int, limits: Limits, raw: RawRun, deadline: fl
                 open_fds.discard(fd)
             elif fd == out_fd:
                 output.feed(data)
+            elif fd == control_fd:
+                control += data[: max(0, CONTROL_MAX_BYTES - len(control))]
             else:
                 frames.feed(data)
+    raw.control = bytes(control)
     raw.frames = frames.frames
     raw.channel_problem = frames.problem
     raw.output_head, raw.output_tail, raw.output_bytes = bytes(output.head), bytes(output.tail), output.total

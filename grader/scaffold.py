@@ -21,6 +21,7 @@ are answers come from the assignment's `[starter]` config, never from here.
 from __future__ import annotations
 
 import ast
+import bisect
 import builtins
 import copy
 import re
@@ -29,6 +30,7 @@ from dataclasses import dataclass, field
 from io import StringIO
 
 MARKER = re.compile(r"^(?P<indent>[ \t]*)#\s*(?P<kind>BEGIN|END) EXERCISE\s+(?P<name>[\w.-]+)\s*$")
+MAX_REPORTED_REGIONS = 200   # a file with thousands of markers is named by its first ones
 # A clause header is checked by parsing it after one of these openers (it cannot parse on its own).
 _CLAUSE_OPENERS = ("if _:\n    pass\n", "try:\n    pass\n", "for _ in _:\n    pass\n", "while _:\n    pass\n")
 
@@ -90,9 +92,11 @@ def unfinished_exercises(source: str) -> dict[str, list[int]]:
                 placeholders.add(token.start[0])
     except (tokenize.TokenError, IndentationError, SyntaxError):
         pass
+    ordered = sorted(placeholders)
     unfinished: dict[str, list[int]] = {}
-    for region in regions:
-        if any(region.begin + 1 < line < region.end + 1 for line in placeholders):
+    for region in regions[:MAX_REPORTED_REGIONS]:   # linear: one bisection per region, never regions x lines
+        first = bisect.bisect_right(ordered, region.begin + 1)
+        if first < len(ordered) and ordered[first] < region.end + 1:
             unfinished.setdefault(region.name, []).append(region.begin + 1)
     return unfinished
 

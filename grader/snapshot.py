@@ -200,6 +200,7 @@ class Snapshot:
     seconds: float = 0.0
     cpu_seconds: float | None = None      # where the runner measures them (the fork server)
     max_rss_bytes: int | None = None
+    memory_limit_hit: bool = False        # the run's cgroup refused it memory or killed it for that
     isolation: str = ""
 
     @property
@@ -233,7 +234,8 @@ def build_snapshot(raw: RawRun, scenario: str, seed: int | None) -> Snapshot:
                     output_head=raw.output_head.decode("utf-8", "replace"),
                     output_tail=raw.output_tail.decode("utf-8", "replace"),
                     channel_problem=raw.channel_problem, seconds=raw.seconds, isolation=raw.isolation,
-                    cpu_seconds=raw.cpu_seconds, max_rss_bytes=raw.max_rss_bytes)
+                    cpu_seconds=raw.cpu_seconds, max_rss_bytes=raw.max_rss_bytes,
+                    memory_limit_hit=raw.memory_limit_hit)
     done = None
     for frame in raw.frames:
         try:
@@ -293,8 +295,6 @@ def _apply_frame(snap: Snapshot, frame: dict) -> dict | None:
         if len(snap.syntax_errors) < 200:
             snap.syntax_errors.append(problem)
         snap.syntax_error = snap.syntax_error or problem
-    elif kind == "setup_error":
-        snap.setup_error = str(frame.get("message", ""))[:500]
     elif kind == "evidence_installed":
         snap.evidence.installed = True
     elif kind == "evidence_problem":
@@ -306,10 +306,15 @@ def _apply_frame(snap: Snapshot, frame: dict) -> dict | None:
 
 
 def _set_ending(snap: Snapshot, raw: RawRun, done: dict | None) -> None:
-    if raw.killed_at_wall_limit:
+    if not raw.setup_ok:
+        # Read from the control pipe, which the harness closes before student code: a channel frame cannot fake it.
+        snap.setup_error = str(raw.setup.get("message") or raw.grader_failure
+                               or "the run ended before the grader had set it up")[:500]
+        snap.ending = "setup_failed"
+    elif raw.killed_at_wall_limit:
         snap.ending = "killed_wall"
     elif done is not None:
-        snap.ending = str(done.get("kind")) if done.get("kind") in ("completed", "sys_exit", "setup_failed") else "lost"
+        snap.ending = str(done.get("kind")) if done.get("kind") in ("completed", "sys_exit") else "lost"
         snap.exit_code = done.get("code") if isinstance(done.get("code"), (int, str, type(None))) else None
         snap.exit_line = _int(done.get("line")) if done.get("line") is not None else None
         snap.exit_cell = _cell(done.get("cell"))

@@ -6,12 +6,13 @@ import csv
 import io
 import json
 import os
+import re
 import tempfile
 from pathlib import Path
 
 from .discovery import safe_filename
 from .gradescope import results_json
-from .lms_csv import canvas_column, canvas_csv, final_grades_csv
+from .lms_csv import canvas_column, canvas_csv, final_grades_csv, safe_cell
 from .verdicts import mark
 
 
@@ -21,7 +22,7 @@ STUDENT_VISIBLE = ("visible", "after_published")
 def atomic_write(path: Path, data: str | bytes, mode: int | None = None) -> None:
     """Write to a temp file in the same folder, then rename: a reader never sees a torn file."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    handle, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    handle, temp = tempfile.mkstemp(dir=path.parent, prefix=".write-", suffix=".tmp")   # short, whatever the name
     try:
         with os.fdopen(handle, "wb") as stream:
             stream.write(data.encode("utf-8") if isinstance(data, str) else data)
@@ -70,7 +71,7 @@ def grades_csv(records: list[dict], groups: list[str]) -> str:
     for record in sorted(records, key=lambda r: r["submission"]):
         scores = [_num(record["groups"].get(g, {}).get("score", 0.0)) for g in groups]
         percent = 100.0 * record["score"] / record["max_score"] if record["max_score"] else 0.0
-        writer.writerow([record["submission"], *scores, _num(record["score"]), _num(record["max_score"]),
+        writer.writerow([safe_cell(record["submission"]), *scores, _num(record["score"]), _num(record["max_score"]),
                          _num(round(percent, 2)), record["status"]])
     return stream.getvalue()
 
@@ -79,14 +80,39 @@ def _num(value: float) -> str:
     return f"{value:g}"
 
 
+BLOCK_START = re.compile(r"^(\s*)([#>|=*+\-]|\d+[.)]|`{3,}|~{3,})")
+
+
+def md_line(text: str) -> str:
+    """One line of text that came (at least in part) from a run, made inert: it cannot open a heading, quote, list,
+    table, fence or HTML block, whatever it starts with. Inline code and emphasis of our own wording stay."""
+    text = text.replace("<", "&lt;").replace(">", "&gt;")
+    return BLOCK_START.sub(lambda m: m.group(1) + "\\" + m.group(2), text)
+
+
+def md_block(text: str, indent: str = "  ") -> str:
+    """Several such lines as one list item's continuation."""
+    return ("\n" + indent).join(md_line(line) for line in str(text).split("\n"))
+
+
+def fence(text: str, info: str = "text") -> list[str]:
+    """A fenced block longer than any run of backticks inside it, so the text cannot close it early."""
+    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
+    marker = "`" * max(3, longest + 1)
+    return [marker + info, text, marker]
+
+
 def feedback_markdown(record: dict, visibilities: tuple[str, ...] = STUDENT_VISIBLE) -> str:
     """The student's report: score, per-group table, each check's feedback, run notes, output head/tail.
 
-    Hidden checks are left out (the file is handed to students once grades are released)."""
-    lines = [f"# Feedback: {record.get('title', record.get('assignment', ''))}", "",
-             f"Submission `{record['submission']}` ({record['file']}): **{record['score']:g} / {record['max_score']:g}**", ""]
+    Hidden checks are left out (the file is handed to students once grades are released). Everything that can
+    hold text from the student's run is made inert (md_line) or fenced (fence)."""
+    lines = [f"# Feedback: {md_line(record.get('title', record.get('assignment', '')))}", "",
+             f"Submission {md_line(record['submission'])} ({md_line(record['file'])}): "
+             f"**{record['score']:g} / {record['max_score']:g}**", ""]
     if record["status"] == "error":
-        lines += ["Your file could not be graded: " + (record["messages"][0] if record["messages"] else "unknown reason"), ""]
+        reason = record["messages"][0] if record["messages"] else "unknown reason"
+        lines += ["Your file could not be graded: " + md_block(reason), ""]
     lines += ["| Group | Score |", "|---|---|"]
     lines += [f"| {g} | {v['score']:g} / {v['max_score']:g} |" for g, v in record["groups"].items()]
     lines.append("")
@@ -98,16 +124,15 @@ def feedback_markdown(record: dict, visibilities: tuple[str, ...] = STUDENT_VISI
             current = check["group"]
             lines += ["", f"## {current}", ""]
         verdict = mark(check["score"], check["max_score"]).upper()
-        body = check["feedback"].replace("\n", "\n  ")
-        lines.append(f"- **{verdict}** `{check['id']}` ({check['score']:g}/{check['max_score']:g}): {body}")
+        lines.append(f"- **{verdict}** `{check['id']}` ({check['score']:g}/{check['max_score']:g}): {md_block(check['feedback'])}")
     if record["messages"]:
-        lines += ["", "## Notes on your run", ""] + [f"- {m}" for m in record["messages"]]
+        lines += ["", "## Notes on your run", ""] + [f"- {md_block(m)}" for m in record["messages"]]
     output = record.get("output") or {}
     if output.get("head") or output.get("tail"):
-        lines += ["", "## Your output (baseline run)", "", "```text", output.get("head", "")]
+        text = output.get("head", "")
         if output.get("tail"):
-            lines += [f"... ({output.get('omitted_bytes', 0)} bytes omitted) ...", output["tail"]]
-        lines.append("```")
+            text += f"\n... ({output.get('omitted_bytes', 0)} bytes omitted) ...\n" + output["tail"]
+        lines += ["", "## Your output (baseline run)", "", *fence(text)]
     return "\n".join(lines) + "\n"
 
 

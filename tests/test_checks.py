@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from grader import assignment as assignment_module
-from grader.checks import Partial, RunView, _combine, evaluate, grader_faults, run_checks
+from grader.checks import Partial, RunView, _combine, evaluate, grader_faults, reported_faults, run_checks
 from grader.evidence import CallEvent, Evaluation, StudentFunction
 from grader.snapshot import UNFINISHED, Opaque, Snapshot, Statement
 
@@ -937,21 +937,31 @@ def test_availability_panel_is_judged_by_meaning(assignment, oracles, variant_ev
 
 # ---- the grader's own faults are never the student's ---------------------------------------------------------
 
-def test_an_error_raised_by_a_scenario_replacement_is_not_held_against_the_student(assignment, oracles, base_events,
-                                                                                     variant_events):
-    error = {"type": "TypeError", "message": "__init__() got an unexpected keyword argument 'seed'", "line": 12,
-             "cell": None, "traceback": "", "grader_fault": False, "through_setup": True}
+def test_a_failed_setup_is_not_held_against_the_student(assignment, oracles, base_events, variant_events):
+    """The harness reported (on its control pipe) that it could not set the variant up: nothing of it counts."""
     broken = drop(drop(drop(variant_events, "w"), "x"), "memory")
     snapshots = {"baseline": make_snapshot(oracles["baseline"], "baseline", base_events),
-                 "variant": make_snapshot(oracles["variant"], "variant", broken, failed={0: ("error", error, ["w"])})}
+                 "variant": make_snapshot(oracles["variant"], "variant", broken, ending="setup_failed")}
+    snapshots["variant"].setup_error = "TypeError: replace_lesson_seed() got an unexpected keyword argument"
     faults = grader_faults(snapshots)
-    assert list(faults) == ["variant"] and "inside the grader's own code" in faults["variant"][0]
+    assert list(faults) == ["variant"] and "could not prepare the run" in faults["variant"][0]
     results = {r.id: r for r in run_checks(assignment, snapshots, oracles)}
     inputs = results["gradients.inputs"]
     assert inputs.passed and "copying" not in inputs.feedback and "grader's own code failed" in inputs.feedback
     # a variant-only check (no other run to fall back on) is given, not taken
     none_check = results["memory_unavailable.recorded_as_none"]
     assert none_check.passed and "Not held against you" in none_check.feedback
-    # the same error in baseline too is the student's own (a misuse of the real API)
-    snapshots["baseline"] = make_snapshot(oracles["baseline"], "baseline", base_events, failed={0: ("error", error, ["w"])})
-    assert "variant" not in grader_faults(snapshots)
+
+
+def test_an_error_the_run_attributes_to_the_grader_is_reported_not_excused(assignment, oracles, base_events,
+                                                                             variant_events):
+    """A statement frame saying 'the grader raised this' comes from the student's process: it could be forged."""
+    error = {"type": "TypeError", "message": "__init__() got an unexpected keyword argument 'seed'", "line": 12,
+             "cell": None, "traceback": "", "grader_fault": True, "through_setup": True}
+    broken = drop(drop(variant_events, "w"), "x")
+    snapshots = {"baseline": make_snapshot(oracles["baseline"], "baseline", base_events),
+                 "variant": make_snapshot(oracles["variant"], "variant", broken, failed={0: ("error", error, ["w"])})}
+    assert grader_faults(snapshots) == {}
+    assert "inside the grader's own code" in reported_faults(snapshots)["variant"][0]
+    results = {r.id: r for r in run_checks(assignment, snapshots, oracles)}
+    assert not results["gradients.inputs"].passed

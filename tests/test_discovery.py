@@ -192,9 +192,12 @@ def test_duplicate_ids_are_made_unique(tmp_path):
     (tmp_path / "alice" / EXPECTED).write_text(CODE)
     (tmp_path / "alice.ipynb").write_text(notebook(("code", "x = 1")))
     found = by_id(tmp_path)
-    assert len(found) == 3
-    assert "alice" in found
-    assert sum(any("also called alice" in note for note in s.notes) for s in found.values()) == 2
+    assert set(found) == {"alice", "alice.py", "alice.ipynb"}          # the folder keeps the plain id
+    assert found["alice"].from_folder
+    assert all(any("map to the id alice" in note for note in s.notes) for s in found.values())
+    # without the folder, the file is plain alice again; with it, the same names always give the same ids
+    (tmp_path / "alice").rename(tmp_path / "zed")
+    assert "alice" in by_id(tmp_path)
 
 
 def test_made_unique_ids_do_not_collide_with_real_ones(tmp_path):
@@ -220,7 +223,8 @@ def test_ids_are_filename_safe(tmp_path):
         assert submission.id == safe_filename(submission.id)
         assert not set(submission.id) & set(" /\\;|$()\t\n"), submission.id
         assert submission.problem is None
-    assert "bob_smith" in ids and "über" in ids
+    assert "über" in ids and "a_b" in ids                         # safe names are kept as they are
+    assert any(i.startswith("bob_smith-") for i in ids)           # a changed name carries a hash of the real one
 
 
 def test_safe_filename():

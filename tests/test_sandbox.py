@@ -543,8 +543,64 @@ def test_isolation_is_described_in_every_run():
 def test_a_dead_fork_server_costs_the_student_nothing():
     """The server dies (killed, out of memory): the next run restarts it and is graded as if nothing happened."""
     with ForkServer() as server:
-        server._process.kill()
-        server._process.wait()
+        first = server.generation
+        server._current.process.kill()
+        server._current.process.wait()
         raw = server.run_job(job("a = 6 * 7\n", ["a"]), FAST)
         assert build_snapshot(raw, "baseline", 18).values["a"] == 42
-        assert server._process.poll() is None, "the server was not restarted"
+        assert server.generation == first + 1 and server._current.process.poll() is None, "the server was not restarted"
+
+
+def test_the_syscall_filter_refuses_namespaces_mounts_and_the_keyring():
+    from grader.seccomp import filter_program
+
+    snap, _ = run("""
+        import ctypes
+        libc = ctypes.CDLL(None, use_errno=True)
+        def errno_of(result):
+            return ctypes.get_errno() if result != 0 else 0
+        userns = errno_of(libc.unshare(0x10000000))
+        mounted = errno_of(libc.mount(b"none", b"/tmp", b"tmpfs", 0, None))
+        keyring = errno_of(libc.syscall(250, 0, 0))
+        import threading, subprocess
+        t = threading.Thread(target=lambda: None); t.start(); t.join()
+        child = subprocess.run(["true"]).returncode
+    """, ["userns", "mounted", "keyring", "child"])
+    assert snap.values["child"] == 0                                               # threads and processes still work
+    if filter_program() is None:   # without libseccomp the grader still runs, and says so in every record
+        assert "no syscall filter" in snap.isolation
+        return
+    assert [snap.values[n] for n in ("userns", "mounted", "keyring")] == [1, 1, 1]   # EPERM
+    assert "a syscall filter" in snap.isolation
+
+
+def test_nothing_written_by_the_run_passes_for_a_set_up_failure():
+    """A forged setup_error frame, the old failure message and exit status 70: the run is the student's, graded."""
+    snap, raw = run("""
+        import json, os, struct, sys
+        payload = json.dumps({"type": "setup_error", "message": "forged"}).encode()
+        os.write(3, struct.pack(">I", len(payload)) + payload)
+        a = 1
+        print("sandbox setup failed: forged", flush=True)
+        os._exit(70)
+    """, ["a"])
+    assert raw.setup_ok and snap.setup_error is None and snap.ending == "exited_early"
+    assert snap.values["a"] == 1
+
+
+def test_a_run_is_held_to_its_memory_as_a_whole():
+    """Shared memory escapes RLIMIT_DATA; the run's cgroup counts it."""
+    from grader.sandbox import shared_tree
+
+    limits = Limits(**{**FAST.__dict__, "memory_bytes": 256 * 2**20})
+    snap, raw = run("""
+        import mmap
+        block = mmap.mmap(-1, 600 * 2**20)
+        for offset in range(0, 600 * 2**20, 4096):
+            block[offset] = 1
+        survived = True
+    """, ["survived"], limits)
+    if shared_tree() is None:   # no cgroup here (not root, read-only cgroupfs): the record says what bounded it
+        assert "no cgroup" in snap.isolation
+        return
+    assert "survived" not in snap.values and raw.memory_limit_hit and "a cgroup of its own" in snap.isolation

@@ -12,9 +12,12 @@ received, and every result written by the grader, never by a student.
 
 from __future__ import annotations
 
+import ast
+import csv
 import hashlib
 import json
 import os
+import resource
 import select
 import socket
 import time
@@ -26,7 +29,10 @@ import pytest
 
 import grader.assignment
 import grader.batch
+from grader.discovery import entry_id
 from grader.isolation import Bubblewrap, strongest_available
+from grader.sandbox import shared_tree
+from grader.seccomp import filter_program
 
 from case_expectations import record_problems, shape_problems, summary
 from live_processes import processes_with
@@ -34,6 +40,7 @@ from live_processes import processes_with
 THREATS = Path(__file__).with_name("threats")
 EXPECTED = ".expected.toml"
 PREPEND = "# prepend: solution"
+FILE_NAME = "# file-name: "          # a header line: the bytes literal of the name the case is saved under
 LEFTOVER_TOKENS = ("63.1415", "64.1414")       # command lines of processes the threats start
 MARKER = "pwned"
 
@@ -45,7 +52,7 @@ def case_names() -> list[str]:
 def _tree_digest(folder: Path) -> str:
     digest = hashlib.sha256()
     for path in sorted(folder.rglob("*")):
-        digest.update(str(path.relative_to(folder)).encode())
+        digest.update(os.fsencode(str(path.relative_to(folder))))
         if path.is_file():
             digest.update(path.read_bytes())
     return digest.hexdigest()
@@ -85,6 +92,18 @@ class Batch:
     connections: int
     submissions_unchanged: bool
     seconds: float
+    grader_peak_bytes: int
+    variant_seed: int
+    entries: int
+
+
+def file_name(text: str) -> bytes | None:
+    for line in text.splitlines()[:3]:
+        if line.startswith(FILE_NAME):
+            value = ast.literal_eval(line[len(FILE_NAME):])
+            assert isinstance(value, bytes)
+            return value
+    return None
 
 
 @pytest.fixture(scope="module")
@@ -98,15 +117,21 @@ def batch(tmp_path_factory) -> Batch:
     port = listener.getsockname()[1]
     assignment = grader.assignment.load("performance-05")
     solution = assignment.solution_path.read_text(encoding="utf-8")
+    ids = {}
     for case in case_names():
         text = (THREATS / f"{case}.py").read_text(encoding="utf-8").replace("__LISTENER_PORT__", str(port))
+        name = file_name(text) or f"{case}.py".encode()
         if text.startswith(PREPEND):
             text = solution + "\n" + text
-        (submissions / f"{case}.py").write_text(text, encoding="utf-8")
+        with open(os.path.join(os.fsencode(submissions), name), "wb") as stream:
+            stream.write(text.encode("utf-8"))
+        expected = tomllib.loads((THREATS / f"{case}{EXPECTED}").read_text(encoding="utf-8"))
+        ids[case] = expected.get("submission") or entry_id(os.fsdecode(name))
     before = _tree_digest(submissions)
     started = time.time()
-    grader.batch.grade_folder(assignment, submissions, out, workers=2, regrade=True)
+    result = grader.batch.grade_folder(assignment, submissions, out, workers=2, regrade=True)
     seconds = time.time() - started
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
     time.sleep(4)  # the daemon threat wakes after 3 s: give it the chance to act if it survived
     readable, _, _ = select.select([listener], [], [], 0)
     connections = len(readable)
@@ -117,6 +142,7 @@ def batch(tmp_path_factory) -> Batch:
     for path in out.glob("*.json"):
         record = json.loads(path.read_text(encoding="utf-8"))
         records[record["submission"]] = record
+    records = {case: records[ids[case]] for case in ids if ids[case] in records}
     leftovers = processes_with(*LEFTOVER_TOKENS)
     for pid in leftovers:  # never leave strays, even when the assertion below fails
         try:
@@ -125,7 +151,8 @@ def batch(tmp_path_factory) -> Batch:
             pass
     return Batch(records=records, out=out, groups=list(assignment.groups), check_ids={c.id for c in assignment.checks},
                  marked=_marked_files(roots, started - 1), leftovers=leftovers, connections=connections,
-                 submissions_unchanged=_tree_digest(submissions) == before, seconds=seconds)
+                 submissions_unchanged=_tree_digest(submissions) == before, seconds=seconds,
+                 grader_peak_bytes=peak, variant_seed=result.variant_seed, entries=len(ids))
 
 
 @pytest.mark.parametrize("case", case_names())
@@ -153,7 +180,8 @@ def test_only_the_grader_writes_results(batch: Batch) -> None:
             if path.suffix == ".json":
                 json.loads(path.read_text(encoding="utf-8"))  # every one whole, none torn
     for case, record in batch.records.items():
-        assert record["submission"] == case and record["sha256"], case
+        assert record["sha256"], case
+    assert len({record["submission"] for record in batch.records.values()}) == len(batch.records), "two entries share an id"
 
 
 def test_no_process_outlives_grading(batch: Batch) -> None:
@@ -167,5 +195,50 @@ def test_no_connection_reached_the_host(batch: Batch) -> None:
 def test_every_result_names_the_isolation(batch: Batch) -> None:
     isolation = strongest_available()
     assert isinstance(isolation, Bubblewrap), "bubblewrap is part of the setup (README, .ci/run); it is missing here"
+    kernel = [part for part, present in (("a cgroup of its own", shared_tree() is not None),
+                                         ("a syscall filter", filter_program() is not None)) if present]
     for case, record in batch.records.items():
-        assert any(m.startswith("Isolation used: bubblewrap") for m in record["messages"]), case
+        used = next((m for m in record["messages"] if m.startswith("Isolation used: bubblewrap")), None)
+        assert used is not None, case
+        if record["status"] == "graded":
+            assert all(part in used for part in kernel), (case, used)
+
+
+def test_every_entry_has_a_record_and_a_row_in_every_csv(batch: Batch) -> None:
+    assert len(batch.records) == batch.entries
+    for name in ("grades.csv", "final_grades.csv", "canvas.csv"):
+        with open(batch.out / name, newline="", encoding="utf-8") as stream:
+            rows = list(csv.reader(stream))
+        assert len(rows) >= batch.entries, name
+        for row in rows:   # OWASP: no cell a spreadsheet would run as a formula
+            for cell in row:
+                assert not cell.startswith(("=", "+", "@")) and not (cell.startswith("-") and cell != "--"), (name, cell)
+
+
+def test_the_grader_stays_within_its_memory(batch: Batch) -> None:
+    assert batch.grader_peak_bytes < 1.5 * 2**30, f"the grader process peaked at {batch.grader_peak_bytes >> 20} MiB"
+
+
+def test_victims_beside_attacks_keep_full_marks(batch: Batch) -> None:
+    victims = [case for case in batch.records if case.endswith(("_victim", "_lower"))]
+    assert len(victims) >= 3
+    for case in victims:
+        record = batch.records[case]
+        assert record["score"] == record["max_score"], (case, [c["feedback"] for c in record["checks"] if c["score"] < c["max_score"]])
+        assert not record.get("grader_faults")
+
+
+def test_a_printed_fence_stays_inside_the_feedback_files_fence(batch: Batch) -> None:
+    text = (batch.out / "backtick_breakout.feedback.md").read_text(encoding="utf-8")
+    head, _, output = text.partition("## Your output (baseline run)")
+    assert "100 / 100" not in head.replace(f"{batch.records['backtick_breakout']['score']:g} / 100", "")
+    opener = output.strip().splitlines()[0]
+    fence = opener[: len(opener) - len(opener.lstrip("`"))]
+    assert len(fence) > 5 and output.rstrip().endswith(fence)
+    assert output.count(fence) == 2, "the output fence was closed early"
+
+
+def test_the_batch_seed_is_nowhere_a_run_can_see(batch: Batch) -> None:
+    record = batch.records["peeks_at_neighbours"]
+    output = record["output"]["head"] + record["output"]["tail"]
+    assert "LISTED" in output and str(batch.variant_seed) not in output

@@ -221,3 +221,33 @@ def test_batch_regrades_when_the_record_on_disk_is_stale_or_torn(tmp_path, assig
     (out / "erin.json").write_text("{torn")
     assert batch.grade_folder(assignment, folder, out, **quiet).reused == 0
     assert batch.grade_folder(assignment, folder, out, **quiet).reused == 1
+
+
+def test_csv_cells_never_start_a_formula():
+    from grader.lms_csv import safe_cell
+
+    for text in ("=HYPERLINK(\"x\")", "+1", "-2+3", "@SUM(A1)", "\t=1", "\uff1d1"):
+        assert safe_cell(text).startswith("'"), text
+    assert safe_cell("alice") == "alice" and safe_cell("bob-2") == "bob-2"
+
+
+def test_markdown_lines_from_a_run_are_inert_and_fences_cannot_close_early():
+    from grader.writers import fence, md_block, md_line
+
+    for text in ("# 100 / 100", "> quote", "| a | b |", "```", "1. item", "- item", "<script>x</script>"):
+        rendered = md_line(text)
+        assert rendered != text and "<script>" not in rendered, rendered
+    assert md_block("ok\n# forged").splitlines()[1].lstrip().startswith("\\#")
+    block = fence("a\n````\nb")
+    assert block[0].startswith("`````") and block[-1] == "`````"
+
+
+def test_the_channel_refuses_too_many_objects_before_parsing_them():
+    import struct
+
+    from grader.sandbox import FrameReader
+
+    reader = FrameReader(budget=64 * 2**20, max_objects=1000)
+    payload = b'{"type": "value", "v": [' + b"{}," * 5000 + b"{}]}"
+    reader.feed(struct.pack(">I", len(payload)) + payload)
+    assert reader.frames == [] and "more than 1000 objects" in reader.problem

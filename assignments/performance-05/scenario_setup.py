@@ -3,7 +3,10 @@
 The framework ships this file's source into the child and calls the functions a scenario lists in
 assignment.toml with the scenario's parameters. Nothing here is trusted by the grader afterwards: it only
 changes the world the student's code sees. Every replacement accepts exactly the call forms the real API
-accepts (it changes one argument's value and calls the real function), so an honest call never fails here.
+accepts (it changes one argument's value and calls the real function), and if its own change ever failed it
+would answer as the real API does: the grader's code can make the variant less different, never make a
+student's call fail. (A failure reported from inside the run could be forged by the student, so the grader
+never excuses anything on such a report; it cannot happen instead.)
 
 `variant_memory` is pure and imported by the oracle in the grader too: the figures a run's compiler reports
 and the figures the checks expect come from this one definition.
@@ -58,18 +61,26 @@ def replace_lesson_seed(lesson_seed, seed, **_):
         return isinstance(requested, (int, np.integer)) and not isinstance(requested, bool) and int(requested) == lesson_seed
 
     def swapped(args, kwargs):
-        """The same call with the lesson's seed (first positional, or `seed=`) replaced by the fresh one."""
-        if args and is_lesson_seed(args[0]):
-            return (seed,) + tuple(args[1:]), kwargs
-        if not args and is_lesson_seed(kwargs.get("seed")):
-            return args, {**kwargs, "seed": seed}
-        return args, kwargs
+        """The same call with the lesson's seed (first positional, or `seed=`) replaced by the fresh one, or None."""
+        try:
+            if args and is_lesson_seed(args[0]):
+                return (seed,) + tuple(args[1:]), kwargs
+            if not args and is_lesson_seed(kwargs.get("seed")):
+                return args, {**kwargs, "seed": seed}
+        except Exception:
+            pass
+        return None
 
     original_default_rng = np.random.default_rng
 
     @functools.wraps(original_default_rng)
     def default_rng(*args, **kwargs):
-        args, kwargs = swapped(args, kwargs)
+        changed = swapped(args, kwargs)
+        if changed is not None:
+            try:
+                return original_default_rng(*changed[0], **changed[1])
+            except Exception:
+                pass
         return original_default_rng(*args, **kwargs)
 
     np.random.default_rng = default_rng
@@ -78,7 +89,13 @@ def replace_lesson_seed(lesson_seed, seed, **_):
 
     class PCG64(original_pcg64):
         def __init__(self, *args, **kwargs):
-            args, kwargs = swapped(args, kwargs)
+            changed = swapped(args, kwargs)
+            if changed is not None:
+                try:
+                    super().__init__(*changed[0], **changed[1])
+                    return
+                except Exception:
+                    pass
             super().__init__(*args, **kwargs)
 
     PCG64.__name__ = PCG64.__qualname__ = "PCG64"
@@ -100,6 +117,12 @@ def vary_memory_analysis(seed, **_):
 
     def memory_analysis(self, *args, **kwargs):
         real = original(self, *args, **kwargs)
+        try:
+            return varied(self, real)
+        except Exception:
+            return real
+
+    def varied(self, real):
         for index, known in enumerate(analysed):
             if known is self:
                 return answers[index]

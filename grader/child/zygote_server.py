@@ -36,7 +36,9 @@ MS_REC, MS_PRIVATE = 16384, 1 << 18
 STAGING = "/grader-staging"   # where each run's /tmp is assembled before it is moved into place
 PR_SET_NO_NEW_PRIVS = 38
 CHANNEL_FD = 3
-SETUP_FAILED = 70   # exit status of a run that failed before student code: the grader reruns it elsewhere
+CONTROL_FD = 4      # the harness's set-up report, closed before student code
+SETUP_FAILED = 70   # exit status of a run that failed before student code (the control pipe says why)
+MNT_DETACH = 2
 LIBC = ctypes.CDLL(None, use_errno=True)
 
 
@@ -93,25 +95,53 @@ def isolate_supervisor(request):
                 os.chown(name, request["uid"], request["uid"])
 
 
+def join_cgroup(request):
+    """Move this process (and so everything it starts) into the run's cgroups, then hide the batch's groups."""
+    for procs in request.get("cgroup_procs", []):
+        with open(procs, "w") as stream:
+            stream.write(str(os.getpid()))
+    root = request.get("cgroup_root")
+    if root and os.path.isdir(root):
+        for path in sorted(mounts_under(root), key=len, reverse=True) + [root]:
+            try:
+                _call("umount2", path.encode(), MNT_DETACH)
+            except OSError:
+                pass
+
+
+def mask_host_proc():
+    """/proc/keys and /proc/key-users list other users' keys: a run sees empty files instead."""
+    for path in ("/proc/keys", "/proc/key-users", "/proc/sysrq-trigger", "/proc/kcore"):
+        if os.path.exists(path):
+            try:
+                _call("mount", b"/dev/null", path.encode(), None, MS_BIND, None)
+            except OSError:
+                pass
+
+
 def become_run(request, fds):
-    """In the run's process (pid 1 of its namespace): limits, fds, uid; then the job; then the harness."""
+    """In the run's process (pid 1 of its namespace): cgroup, /proc, limits, fds, uid; then the job; then the harness."""
+    join_cgroup(request)
     try:
         _call("mount", b"proc", b"/proc", b"proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, None)
     except OSError:
         pass  # /proc then shows the zygote's namespace read-only; nothing of the grader is in it
+    mask_host_proc()
     limits = request["limits"]
     for which, value in ((resource.RLIMIT_DATA, limits["memory_bytes"]), (resource.RLIMIT_CPU, limits["cpu_seconds"]),
                          (resource.RLIMIT_FSIZE, limits["file_size_bytes"]),
                          (resource.RLIMIT_NPROC, limits["max_processes"]), (resource.RLIMIT_CORE, 0)):
         resource.setrlimit(which, (int(value), int(value)))
     # Move our pipes above the low fds first, so that placing them cannot clobber one another.
-    job_fd, output_fd, channel_fd = (fcntl.fcntl(fds[name], fcntl.F_DUPFD, 100) for name in ("job", "output", "channel"))
+    job_fd, output_fd, channel_fd, control_fd = (fcntl.fcntl(fds[name], fcntl.F_DUPFD, 100)
+                                                 for name in ("job", "output", "channel", "control"))
     null = os.open(os.devnull, os.O_RDONLY)
     os.dup2(null, 0)
     os.dup2(output_fd, 1)
     os.dup2(output_fd, 2)
     os.dup2(channel_fd, CHANNEL_FD)
-    os.closerange(CHANNEL_FD + 1, job_fd)
+    os.dup2(control_fd, CONTROL_FD)
+    os.closerange(CONTROL_FD + 1, job_fd)
     os.closerange(job_fd + 1, 65536)
     uid = request["uid"]
     os.setgroups([])
@@ -130,10 +160,21 @@ def become_run(request, fds):
     os.close(job_fd)
     job = json.loads(b"".join(chunks))
     job["channel_fd"] = CHANNEL_FD
+    job["control_fd"] = CONTROL_FD
     sys.stdout = open(1, "w", buffering=1, closefd=False, encoding="utf-8", errors="backslashreplace")
     sys.stderr = open(2, "w", buffering=1, closefd=False, encoding="utf-8", errors="backslashreplace")
     import harness
     harness.serve(job)
+
+
+def report_setup_failure(control_fd, error):
+    message = json.dumps({"setup": "failed", "message": f"sandbox set-up: {type(error).__name__}: {error}"[:1000]})
+    for fd in (CONTROL_FD, control_fd):
+        try:
+            os.write(fd, message.encode() + b"\n")
+            return
+        except OSError:
+            continue
 
 
 def supervise(request, fds):
@@ -148,10 +189,10 @@ def supervise(request, fds):
             try:
                 os.close(status_fd)
                 become_run(request, fds)
-            except BaseException as error:  # before student code: the grader's own failure, told on stderr
-                os.write(2, f"sandbox setup failed: {type(error).__name__}: {error}\n".encode())
+            except BaseException as error:  # before student code: the grader's own failure, on the control pipe
+                report_setup_failure(fds["control"], error)
             os._exit(SETUP_FAILED)
-        for fd in (fds["job"], fds["output"], fds["channel"]):
+        for fd in (fds["job"], fds["output"], fds["channel"], fds["control"]):
             os.close(fd)
         deadline = time.monotonic() + request["limits"]["wall_seconds"]
         while True:
@@ -176,7 +217,7 @@ def supervise(request, fds):
         os._exit(0)
 
 
-FD_NAMES = ("job", "output", "channel", "status")
+FD_NAMES = ("job", "output", "channel", "status", "control")
 PRELOAD = ("numpy", "numpy.testing", "jax", "jax.numpy", "jax.ad_checkpoint", "concurrent.futures", "encoding", "recorder",
            "harness")
 
