@@ -197,7 +197,11 @@ def system_view(scratch_bytes: int) -> list[str]:
             args += ["--symlink", os.readlink(path), path]
         elif os.path.isdir(path):
             args += ["--ro-bind", path, path]
-    args += ["--proc", "/proc", "--dev", "/dev",
+    args += ["--proc", "/proc"]
+    for listing in ("/proc/keys", "/proc/key-users"):   # other users' keys and uids: shown empty
+        if os.path.exists(listing):
+            args += ["--ro-bind", "/dev/null", listing]
+    args += ["--dev", "/dev",
              "--size", str(scratch_bytes), "--perms", "1777", "--tmpfs", "/dev/shm",
              "--size", str(scratch_bytes), "--perms", "1777", "--tmpfs", "/tmp"]
     for path in python_dirs():

@@ -604,3 +604,16 @@ def test_a_run_is_held_to_its_memory_as_a_whole():
         assert "no cgroup" in snap.isolation
         return
     assert "survived" not in snap.values and raw.memory_limit_hit and "a cgroup of its own" in snap.isolation
+
+
+def test_without_cgroups_or_a_syscall_filter_the_grader_still_runs_and_says_so(monkeypatch):
+    """An unprivileged container: no cgroup can be made and libseccomp is missing."""
+    import grader.sandbox as sandbox
+
+    monkeypatch.setattr(sandbox, "_TREE", [None])
+    monkeypatch.setattr(sandbox, "filter_program", lambda: None)
+    monkeypatch.setattr(sandbox, "seccomp_description", lambda: "no syscall filter (libseccomp missing)")
+    raw = sandbox.run_job(job("a = 6 * 7\n", ["a"]), FAST)
+    snap = build_snapshot(raw, "baseline", 18)
+    assert snap.values["a"] == 42 and raw.setup_ok
+    assert "no cgroup" in raw.isolation and "no syscall filter" in raw.isolation
