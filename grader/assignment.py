@@ -19,7 +19,7 @@ from typing import Any
 
 from .sandbox_limits import Limits
 
-VISIBILITIES = ("visible", "hidden", "after_published")
+VISIBILITIES = ("visible", "hidden", "after_due_date", "after_published")
 EVIDENCE_BOUNDS = ("max_calls", "max_calls_per_statement", "max_arrays", "max_elements", "max_evaluations")
 BINDING_RULES = ("first", "last", "last number", "last vector")   # or "as_of <name>"
 
@@ -49,6 +49,7 @@ class CheckSpec:
     scenarios: tuple[str, ...]
     function: str
     needs: tuple[str, ...] = ()
+    title: str = ""               # the readable name of its Gradescope test (default: the id)
 
 
 @dataclass(frozen=True)
@@ -172,7 +173,8 @@ def load(assignment_id: str | None = None, root: Path | None = None) -> Assignme
     contract = list(info.get("contract", []))
     checks = [CheckSpec(id=c["id"], group=c["group"], points=float(c["points"]), visibility=c.get("visibility", "visible"),
                         scenarios=tuple(c.get("scenarios", ["baseline"])), function=c["function"],
-                        needs=tuple(contract if c.get("needs") == ["*"] else c.get("needs", ())))
+                        needs=tuple(contract if c.get("needs") == ["*"] else c.get("needs", ())),
+                        title=str(c.get("title", c["id"])))
               for c in config.get("checks", [])]
     scenarios = {name: Scenario(name=name, description=s.get("description", name), setup=tuple(s.get("setup", ())),
                                 fresh_seed=bool(s.get("fresh_seed", False)), failure_hint=s.get("failure_hint", ""))

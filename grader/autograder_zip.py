@@ -49,12 +49,13 @@ cd /autograder
 exec {VENV}/bin/python -P /autograder/source/run_otter.py   # -P: import the installed grader, not source/
 """
 
-RUN_OTTER = """\"\"\"Runs Otter-Grader's autograding process (grading is done by the plugin in otter_config.json).\"\"\"
+RUN_OTTER = """\"\"\"Runs Otter-Grader's autograding process; grader.otter_runner grades in the sandbox and always
+leaves /autograder/results/results.json.\"\"\"
 
-from otter.run.run_autograder import main as run_autograder
+from grader.otter_runner import run_gradescope
 
 if __name__ == "__main__":
-    run_autograder("/autograder")
+    run_gradescope("/autograder")
 """
 
 SETUP_SH = f"""#!/usr/bin/env bash
@@ -76,6 +77,7 @@ fi
 "$VENV/bin/python" -m pip install --upgrade pip
 "$VENV/bin/python" -m pip install -r "$SOURCE/requirements.txt"
 "$VENV/bin/python" -m pip install --no-deps "$SOURCE"
+"$VENV/bin/python" -m grader.otter_runner install-hook   # `otter run` in this image grades in the sandbox too
 
 # Measure the reference solution's version-dependent facts now, once, instead of for every submission.
 (cd / && "$VENV/bin/python" -m grader.otter_plugin warm /autograder) \\
@@ -91,8 +93,58 @@ def zip_name(assignment: Assignment) -> str:
     return f"{assignment.id}-autograder.zip"
 
 
+# otter's options that the sandboxed grader honours (OtterSettings and the variant seed), and those with no
+# meaning here, refused at build time with the reason instead of being silently ignored.
+APPLIED_OPTIONS = {"points_possible", "score_threshold", "show_stdout", "show_hidden", "show_all_public",
+                   "force_public_test_summary", "seed", "logo", "print_summary", "print_score", "log_level"}
+REFUSED_OPTIONS = {
+    "seed_variable": "the grader replaces the lesson's own seed in its variant run; use `seed` to fix that run's seed",
+    "grade_from_log": "the grader never reads (or unpickles) a student's log; every submission runs in its sandbox",
+    "serialized_variables": "the grader never deserializes a student's variables",
+    "pdf": "PDF export of notebooks is not supported", "token": "PDF upload is not supported",
+    "course_id": "PDF upload is not supported", "assignment_id": "PDF upload is not supported",
+    "filtering": "PDF export is not supported", "pagebreaks": "PDF export is not supported",
+    "warn_missing_pdf": "PDF export is not supported", "use_submission_pdf": "PDF export is not supported",
+    "submit_blank_pdf_on_export_failure": "PDF export is not supported", "pdf_via_html": "PDF export is not supported",
+    "zips": "a zip submission is not unpacked; students submit the .py or .ipynb file",
+    "assignment_name": "notebook metadata is not checked; the grader grades the file it finds",
+    "debug": "otter's kernel never runs; the grader's own output is in the autograder log",
+    "lang": "only Python is graded", "plugins": "the grader's own plugin entry is written by `grader build`",
+    "autograder_dir": "set by otter and Gradescope", "miniconda_path": "the grader runs in its own virtualenv",
+}
+
+
+class OtterConfigError(ValueError):
+    """An `[lms.otter]` option the grader cannot honour."""
+
+
+def otter_options(assignment: Assignment) -> dict:
+    """`[lms.otter]` of assignment.toml, checked: every option is applied or refused here, with the reason."""
+    options = dict(assignment.config.get("lms", {}).get("otter", {}))
+    problems = []
+    for key, value in options.items():
+        if key in REFUSED_OPTIONS:
+            problems.append(f"{key}: {REFUSED_OPTIONS[key]}")
+        elif key not in APPLIED_OPTIONS:
+            problems.append(f"{key}: not an otter option the grader knows (it applies {', '.join(sorted(APPLIED_OPTIONS))})")
+        elif key in ("points_possible", "score_threshold") and not (isinstance(value, (int, float)) and value >= 0):
+            problems.append(f"{key}: a number >= 0")
+        elif key.startswith(("show_", "force_", "print_")) or key == "logo":
+            if not isinstance(value, bool):
+                problems.append(f"{key}: true or false")
+        elif key == "seed" and not (isinstance(value, int) and value != assignment.lesson_seed):
+            problems.append(f"seed: an integer other than the lesson's own seed {assignment.lesson_seed}")
+    if problems:
+        raise OtterConfigError(f"{assignment.folder / 'assignment.toml'} [lms.otter]: " + "; ".join(problems))
+    return options
+
+
 def otter_config(assignment: Assignment) -> dict:
-    return {"lang": "python", "plugins": [{PLUGIN_NAME: {"assignment": assignment.id}}]}
+    options = otter_options(assignment)
+    plugin = {"assignment": assignment.id}
+    if "seed" in options:
+        plugin["variant_seed"] = options["seed"]
+    return {**options, "lang": "python", "plugins": [{PLUGIN_NAME: plugin}]}
 
 
 def requirements(root: Path) -> str:

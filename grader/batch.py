@@ -22,7 +22,7 @@ from .assignment import Assignment
 from .discovery import Submission, discover
 from .environment import environment
 from .grading import error_record, grade
-from .lms_csv import load_roster
+from .canvas import Roster
 from .progress import Progress
 from .reference import reference_facts, reference_figures
 from .reports import write_reports
@@ -37,6 +37,7 @@ class BatchResult:
     reused: int = 0
     seconds: float = 0.0
     variant_seed: int = 0
+    warnings: list[str] = field(default_factory=list)     # Canvas: submissions without a student and the reverse
 
 
 def previous_record(out: Path, submission: Submission, assignment: Assignment) -> dict | None:
@@ -68,6 +69,7 @@ def grade_folder(assignment: Assignment, folder: Path, out: Path, workers: int |
                  variant_seed: int | None = None, progress: Progress | Callable[[str], None] | None = None,
                  roster: Path | None = None) -> BatchResult:
     started = time.monotonic()
+    folder, out = Path(folder).absolute(), Path(out).absolute()   # sandboxes bind these by path: never relative
     progress = progress if isinstance(progress, Progress) else (Progress.lines(progress) if progress else Progress())
     out.mkdir(parents=True, exist_ok=True)
     remove_torn_writes(out)  # left by a run that was killed mid-write; finished files are whole
@@ -104,7 +106,7 @@ def grade_folder(assignment: Assignment, folder: Path, out: Path, workers: int |
             progress.finish()
     atomic_write(out / "grades.csv", grades_csv(result.records, list(assignment.groups)))
     # LMS files: OUT/gradescope/<id>.json, OUT/final_grades.csv (otter), OUT/canvas.csv (roster: a Canvas export)
-    write_lms_outputs(out, result.records, assignment, load_roster(roster) if roster else None)
+    result.warnings = write_lms_outputs(out, result.records, assignment, Roster.load(roster) if roster else None)
     # HTML: OUT/report.html for the instructor, OUT/<id>.feedback.html per student (figure beside the reference's)
     figures = figures if figures is not None else reference_figures(assignment, cache, seeds)
     write_reports(out, result.records, assignment, figures,

@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from .assignment import Assignment
-from .autograder_zip import write_autograder_zip
+from .autograder_zip import OtterConfigError, write_autograder_zip
 from .starter import BuildError, write_starters
 
 __all__ = ["BuildError", "build"]
@@ -20,5 +20,8 @@ def build(assignment: Assignment, out: Path, package_out: Path | None = None) ->
     """Render the starters into `out` and the autograder zip into `package_out` (default `out`); return the paths."""
     paths: list[Path] = []
     paths += write_starters(assignment, out)
-    paths.append(write_autograder_zip(assignment, package_out or out))
+    try:
+        paths.append(write_autograder_zip(assignment, package_out or out))
+    except OtterConfigError as error:
+        raise BuildError(str(error)) from None
     return paths

@@ -18,6 +18,7 @@ from .reference import reference_facts
 from .runners import fast_runner
 from .runs import fresh_variant_seed
 from .summary import summary_table
+from .user_cache import user_cache_dir
 from .verdicts import mark
 
 
@@ -86,7 +87,7 @@ def _build(assignment, args) -> int:
 def _grade(assignment, args) -> int:
     folder = args.submissions
     if not folder.is_dir():
-        print(f"grader: {folder} is not a folder", file=sys.stderr)
+        print(f"grader: {folder} is not a folder (give the folder that holds the submissions)", file=sys.stderr)
         return 2
     if args.roster is not None and not args.roster.is_file():
         print(f"grader: the roster {args.roster} is not a file", file=sys.stderr)
@@ -102,13 +103,14 @@ def _grade(assignment, args) -> int:
     print(f"{len(result.records)} record(s) in {out} ({len(graded)} graded, {len(result.records) - len(graded)} error, "
           f"{result.reused} reused) in {result.seconds:.1f} s; class grades in {out / 'grades.csv'}")
     print(summary_table(result.records, assignment.groups))
+    for warning in result.warnings:
+        print(f"canvas: {warning}")
+    failed = [r["submission"] for r in result.records if r.get("grader_error")]
+    if failed:
+        print(f"grader: the grader itself failed on {len(failed)} submission(s) ({', '.join(failed[:10])}); "
+              "their records say so and a re-run grades them again.", file=sys.stderr)
+        return 1
     return 0
-
-
-def user_cache_dir() -> Path:
-    """Where `grader check` keeps the measured reference facts between calls (keyed by versions)."""
-    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
-    return Path(base) / "jax-course-grader"
 
 
 def _check(assignment, args) -> int:

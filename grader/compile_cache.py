@@ -33,9 +33,9 @@ def cache_folder(cache_root: Path) -> Path:
 
 def warm(assignment: Assignment, cache_root: Path, seeds: dict[str, int]) -> Path:
     """Run the reference solution in each scenario (with the given seed) unless done before; return the folder."""
-    folder = cache_folder(cache_root)
+    folder = cache_folder(Path(cache_root).absolute())
     folder.mkdir(parents=True, exist_ok=True)
-    markers = cache_root / f"{folder.name}-warmed"
+    markers = folder.parent / f"{folder.name}-warmed"
     markers.mkdir(exist_ok=True)
     isolation = strongest_available()
     if not isinstance(isolation, Bubblewrap):

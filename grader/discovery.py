@@ -90,6 +90,12 @@ def entry_id(name: str, keep_suffix: bool = False) -> str:
     return clean
 
 
+def load_submission_folder(folder: Path, expected_name: str, max_bytes: int) -> Submission:
+    """An LMS submission folder (otter's and Gradescope's `submission/`), read by the rules `grader grade` reads
+    a submission folder by."""
+    return _from_folder(folder, folder.parent, expected_name, max_bytes)
+
+
 def load_single(path: Path, expected_name: str, max_bytes: int) -> Submission:
     """One file given directly (`grader check FILE`)."""
     submission = Submission(id=path.stem or path.name, path=path, relative=path.name)
@@ -112,41 +118,47 @@ def _from_entry(entry: Path, folder: Path, expected_name: str, max_bytes: int) -
     return _load(submission, expected_name, max_bytes)
 
 
-def _source_files(folder: Path) -> tuple[list[Path], bool]:
-    """The .py/.ipynb files under a submission folder (hidden parts skipped), and whether the walk was cut short."""
-    found, seen = [], 0
+def _visible_files(folder: Path) -> tuple[list[Path], bool]:
+    """The files under a submission folder (hidden ones skipped), and whether the walk was cut short."""
+    found = []
     for top, dirs, files in os.walk(folder):
         dirs[:] = sorted(d for d in dirs if not d.startswith(".") and d not in IGNORED_NAMES)
         for name in sorted(files):
-            seen += 1
-            if seen > MAX_FOLDER_ENTRIES:
-                return found, True
-            if not name.startswith(".") and name not in IGNORED_NAMES and Path(name).suffix.lower() in SOURCE_SUFFIXES:
+            if not name.startswith(".") and name not in IGNORED_NAMES:
                 found.append(Path(top) / name)
+                if len(found) > MAX_FOLDER_ENTRIES:
+                    return found, True
     return found, False
 
 
 def _from_folder(folder: Path, root: Path, expected_name: str, max_bytes: int) -> Submission:
-    candidates, cut = _source_files(folder)
-    submission = Submission(id=entry_id(folder.name, keep_suffix=True), path=folder, relative=printable(folder.name),
-                            from_folder=True)
+    """A folder holding one file is that file (whatever its name); with several, the assignment's file is graded.
+
+    The same rules serve `grader grade` (a `<id>/` folder) and the LMS paths (Gradescope's `submission/`), so
+    one submission gets one grade and the same messages on every path."""
+    files, cut = _visible_files(folder)
+    folder_id, shown = entry_id(folder.name, keep_suffix=True), printable(folder.name)
+    if len(files) == 1 and not cut:
+        submission = _from_entry(files[0], folder, expected_name, max_bytes)
+        submission.id, submission.from_folder = folder_id, True
+        submission.relative = printable(str(files[0].relative_to(root)))
+        return submission
+    submission = Submission(id=folder_id, path=folder, relative=shown, from_folder=True)
+    candidates = [p for p in files if p.suffix.lower() in SOURCE_SUFFIXES]
     if cut:
-        submission.problem = f"The folder {submission.relative}/ holds more than {MAX_FOLDER_ENTRIES} files; submit only {expected_name}."
+        submission.problem = f"The folder {shown}/ holds more than {MAX_FOLDER_ENTRIES} files; submit only {expected_name}."
         return submission
     if not candidates:
-        submission.problem = f"The folder {submission.relative}/ holds no .py or .ipynb file."
+        submission.problem = f"The folder {shown}/ holds no .py or .ipynb file."
         return submission
     chosen = [p for p in candidates if p.name == expected_name] if len(candidates) > 1 else candidates
     if len(chosen) != 1:
-        names = ", ".join(str(p.relative_to(folder)) for p in candidates[:5])
-        submission.problem = f"The folder {folder.name}/ holds several candidate files ({names}); submit only {expected_name}."
+        names = ", ".join(printable(str(p.relative_to(folder))) for p in candidates[:5])
+        submission.problem = f"The folder {shown}/ holds several candidate files ({names}); submit only {expected_name}."
         return submission
     submission.path = chosen[0]
     submission.relative = printable(str(chosen[0].relative_to(root)))
-    if len(candidates) > 1:
-        submission.notes.append(f"Several files were submitted; graded {expected_name} and ignored the others.")
-    elif Path(chosen[0].name).stem != Path(expected_name).stem:
-        submission.notes.append(f"The file is named {chosen[0].name}; the assignment asks for {expected_name} (graded anyway).")
+    submission.notes.append(f"Several files were submitted; graded {chosen[0].name} and ignored the others.")
     return _load(submission, expected_name, max_bytes)
 
 

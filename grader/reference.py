@@ -102,6 +102,8 @@ def _measure(assignment: Assignment, names: list[str]) -> dict[str, Any]:
     failed = snapshot.failed_statements
     if snapshot.ending != "completed" or failed:
         detail = failed[0].error["message"] if failed and failed[0].error else snapshot.ending
+        if snapshot.setup_error:
+            detail = f"{detail}: {snapshot.setup_error}"
         tail = snapshot.output_tail[-2000:]
         raise ConfigError(f"the reference solution {assignment.solution_path} did not run cleanly ({detail}).\n{tail}")
     latest = {}

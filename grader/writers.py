@@ -6,17 +6,18 @@ import csv
 import io
 import json
 import os
-import re
 import tempfile
 from pathlib import Path
 
 from .discovery import safe_filename
-from .gradescope import results_json
-from .lms_csv import canvas_column, canvas_csv, final_grades_csv, safe_cell
+from .gradescope import OtterSettings, results_json
+from .canvas import Roster, canvas_csv, column_header, late
+from .lms_csv import final_grades_csv, safe_cell
+from .markdown import fence, md_block, md_line
 from .verdicts import mark
 
 
-STUDENT_VISIBLE = ("visible", "after_published")
+STUDENT_VISIBLE = ("visible", "after_due_date", "after_published")
 
 
 def atomic_write(path: Path, data: str | bytes, mode: int | None = None) -> None:
@@ -52,54 +53,44 @@ def gradescope_path(out: Path, submission_id: str) -> Path:
     return out / "gradescope" / f"{safe_filename(submission_id)}.json"
 
 
-def write_lms_outputs(out: Path, records: list[dict], assignment, roster: dict[str, dict] | None = None) -> None:
-    """The LMS files: `gradescope/<id>.json` (Gradescope results.json), `final_grades.csv` (otter), `canvas.csv`."""
+def write_lms_outputs(out: Path, records: list[dict], assignment, roster: Roster | None = None) -> list[str]:
+    """The LMS files: `gradescope/<id>.json` (Gradescope results.json), `final_grades.csv` (otter), `canvas.csv`
+    (and `canvas-warnings.txt`). Returns the Canvas warnings (who matched no student, who has no submission)."""
     for record in records:
         atomic_write(gradescope_path(out, record["submission"]),
-                     json.dumps(results_json(record), indent=2, allow_nan=False) + "\n")
+                     json.dumps(results_json(record, settings=otter_settings(assignment), titles=check_titles(assignment)),
+                                indent=2, allow_nan=False) + "\n")
     atomic_write(out / "final_grades.csv", final_grades_csv(records, [(c.id, c.points) for c in assignment.checks]))
-    canvas_id = str(assignment.config.get("lms", {}).get("canvas_assignment_id", assignment.id))
-    atomic_write(out / "canvas.csv", canvas_csv(records, canvas_column(assignment.title, canvas_id),
-                                                assignment.max_score, roster))
+    text, warnings = canvas_csv(records, column_header(assignment), assignment.max_score, roster)
+    atomic_write(out / "canvas.csv", text)
+    atomic_write(out / "canvas-warnings.txt", "".join(f"{w}\n" for w in warnings))
+    return warnings
+
+
+def otter_settings(assignment) -> OtterSettings:
+    """The otter options of `[lms.otter]` in assignment.toml that shape results.json (as in the zip's config)."""
+    return OtterSettings.from_config(dict(assignment.config.get("lms", {}).get("otter", {})))
+
+
+def check_titles(assignment) -> dict[str, str]:
+    return {spec.id: spec.title for spec in assignment.checks}
 
 
 def grades_csv(records: list[dict], groups: list[str]) -> str:
     """One row a submission: id, each group's score, total, max, percent, status."""
     stream = io.StringIO()
     writer = csv.writer(stream, lineterminator="\n")
-    writer.writerow(["submission", *groups, "total", "max_score", "percent", "status"])
+    writer.writerow(["submission", *groups, "total", "max_score", "percent", "status", "late"])
     for record in sorted(records, key=lambda r: r["submission"]):
         scores = [_num(record["groups"].get(g, {}).get("score", 0.0)) for g in groups]
         percent = 100.0 * record["score"] / record["max_score"] if record["max_score"] else 0.0
         writer.writerow([safe_cell(record["submission"]), *scores, _num(record["score"]), _num(record["max_score"]),
-                         _num(round(percent, 2)), record["status"]])
+                         _num(round(percent, 2)), record["status"], "late" if late(record) else ""])
     return stream.getvalue()
 
 
 def _num(value: float) -> str:
     return f"{value:g}"
-
-
-BLOCK_START = re.compile(r"^(\s*)([#>|=*+\-]|\d+[.)]|`{3,}|~{3,})")
-
-
-def md_line(text: str) -> str:
-    """One line of text that came (at least in part) from a run, made inert: it cannot open a heading, quote, list,
-    table, fence or HTML block, whatever it starts with. Inline code and emphasis of our own wording stay."""
-    text = text.replace("<", "&lt;").replace(">", "&gt;")
-    return BLOCK_START.sub(lambda m: m.group(1) + "\\" + m.group(2), text)
-
-
-def md_block(text: str, indent: str = "  ") -> str:
-    """Several such lines as one list item's continuation."""
-    return ("\n" + indent).join(md_line(line) for line in str(text).split("\n"))
-
-
-def fence(text: str, info: str = "text") -> list[str]:
-    """A fenced block longer than any run of backticks inside it, so the text cannot close it early."""
-    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
-    marker = "`" * max(3, longest + 1)
-    return [marker + info, text, marker]
 
 
 def feedback_markdown(record: dict, visibilities: tuple[str, ...] = STUDENT_VISIBLE) -> str:

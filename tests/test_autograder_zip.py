@@ -9,7 +9,9 @@ unpickle in its process, and an `otter/` package that would shadow otter inside 
 from __future__ import annotations
 
 import csv
+import dataclasses
 import json
+import re
 import os
 import pickle
 import shutil
@@ -25,11 +27,12 @@ import jsonschema
 import pytest
 
 from grader.assignment import load
-from grader.autograder_zip import PLUGIN_NAME, build_zip_bytes, write_autograder_zip, zip_name
+from grader.autograder_zip import PLUGIN_NAME, build_zip_bytes, otter_config, write_autograder_zip, zip_name
 from grader.batch import grade_folder
-from grader.cli import user_cache_dir
+from grader.canvas import STUDENT_COLUMNS as CANVAS_STUDENT_COLUMNS
 from grader.gradescope import RESULTS_SCHEMA
-from grader.lms_csv import CANVAS_STUDENT_COLUMNS, POINTS_POSSIBLE_LABEL
+from grader.lms_csv import POINTS_POSSIBLE_LABEL
+from grader.user_cache import user_cache_dir
 
 ROOT = Path(__file__).resolve().parent.parent
 MISTAKE = ROOT / "tests" / "corpus" / "forward_difference.py"
@@ -91,7 +94,8 @@ def test_scripts_install_bubblewrap_and_call_otters_entry_point(built):
     assert "pip install -r \"$SOURCE/requirements.txt\"" in setup and "--no-deps \"$SOURCE\"" in setup
     assert setup.rstrip().endswith('chmod -R go-rwx "$SOURCE"')  # instructor files: root only
     assert "pip install" not in run                              # grading never installs anything
-    assert "run_otter.py" in run and 'run_autograder("/autograder")' in run_otter
+    assert "run_otter.py" in run and 'run_gradescope("/autograder")' in run_otter
+    assert "grader.otter_runner install-hook" in setup
     for script in (setup, run):
         assert subprocess.run(["bash", "-n"], input=script, text=True).returncode == 0
 
@@ -110,64 +114,63 @@ def test_zip_carries_the_same_grading_inputs(assignment, built, tmp_path):
     assert shipped.fingerprint == assignment.fingerprint     # same config, checks, oracle and solution
 
 
-def test_plugin_hands_otter_our_results_with_each_checks_visibility():
+def test_runner_hands_otter_our_results_and_otter_options_apply():
     import dill
     from otter.run.run_autograder.autograder_config import AutograderConfig
-    from otter.test_files import GradingResults
     from test_gradescope import SECRET, make_record
 
-    from grader.gradescope import results_json
-    from grader.otter_plugin import SandboxedGrader, SandboxedGradingResults
+    from grader.gradescope import OtterSettings, results_json
+    from grader.otter_runner import SandboxedGradingResults
 
-    plugin = SandboxedGrader("/autograder/submission/performance-05.py", {}, {})
-    plugin.record, plugin.execution_time = make_record(), 4.0
-    results = GradingResults([])
-    plugin.after_grading(results)
-    assert isinstance(results, SandboxedGradingResults)
-    gradescope = results.to_gradescope_dict(AutograderConfig({"show_hidden": True}))
-    assert gradescope == results_json(plugin.record, 4.0)
-    assert [t["visibility"] for t in gradescope["tests"]] == ["visible", "visible", "hidden", "after_published"]
+    record = make_record()
+    results = SandboxedGradingResults.from_record(record, 4.0, {})
+    gradescope = results.to_gradescope_dict(AutograderConfig({}))
+    assert gradescope == results_json(record, 4.0)
     assert (results.total, results.possible) == (9.5, 20.0)                   # partial credit kept
-    assert results.test_files == [c["id"] for c in plugin.record["checks"]]
+    assert results.test_files == [c["id"] for c in record["checks"]]
     assert SECRET not in results.summary() and SECRET not in json.dumps(gradescope)
     again = dill.loads(dill.dumps(results))                                  # otter pickles it (results.pkl)
     assert again.to_gradescope_dict(AutograderConfig({})) == gradescope
+    configured = results.to_gradescope_dict(AutograderConfig({"points_possible": 50, "show_stdout": True}))
+    assert configured == results_json(record, 4.0, OtterSettings(points_possible=50, show_stdout=True))
+    assert configured["score"] == 50 * 9.5 / 20 and configured["stdout_visibility"] == "after_published"
 
 
-def test_plugin_moves_submitted_files_out_of_the_kernels_folder(tmp_path):
-    import nbformat
+def test_otter_creates_our_runner_only_for_configs_naming_our_plugin():
+    import otter.run.run_autograder as otter_autograder
+    from otter.run.run_autograder.runners.python_runner import PythonRunner
 
-    from grader.otter_plugin import ASIDE_FOLDER, SandboxedGrader
+    from grader.otter_runner import SandboxedRunner, install
 
-    folder = tmp_path / "autograder" / "submission"
-    (folder / "tests").mkdir(parents=True)
-    (folder / "otter").mkdir()
-    (folder / "otter" / "__init__.py").write_text("raise SystemExit")
-    (folder / "performance-05.py").write_text("x = 1\n")
-    (folder / "__init__.py").write_text("")
-    plugin = SandboxedGrader(str(folder / "performance-05.py"), {}, {})
-    submitted = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("x = 1")])
-    submitted.metadata = nbformat.from_dict({"kernelspec": {"name": "python3"}})   # a student's, not even valid
-    emptied = plugin.before_execution(submitted)
-    assert emptied.cells == [] and emptied.metadata == submitted.metadata
-    assert sorted(p.name for p in folder.iterdir()) == ["tests"]
-    assert sorted(p.name for p in (tmp_path / "autograder" / ASIDE_FOLDER).iterdir()) == ["__init__.py", "otter", "performance-05.py"]
+    install()
+    ours = otter_autograder.create_runner({"plugins": [{PLUGIN_NAME: {"assignment": "performance-05"}}]})
+    theirs = otter_autograder.create_runner({"plugins": []})
+    assert isinstance(ours, SandboxedRunner) and isinstance(theirs, PythonRunner)
 
 
-def test_a_broken_autograder_fails_in_plain_words_with_details_for_the_instructor(tmp_path, capsys):
-    from otter.run.run_autograder.autograder_config import AutograderConfig
-    from otter.run.run_autograder.utils import OtterRuntimeError
+@pytest.mark.parametrize("options, fragment", [
+    ({"pdf": True}, "pdf: PDF export of notebooks is not supported"),
+    ({"grade_from_log": True}, "never reads (or unpickles)"),
+    ({"seed_variable": "rng"}, "use `seed`"),
+    ({"zips": True}, "zip submission"),
+    ({"points_possible": "fifty"}, "points_possible: a number"),
+    ({"show_stdout": "yes"}, "show_stdout: true or false"),
+    ({"seed": 18}, "other than the lesson's own seed"),
+    ({"colour": "blue"}, "colour: not an otter option"),
+])
+def test_otter_options_are_applied_or_refused_at_build(assignment, options, fragment, tmp_path):
+    from grader.build import BuildError, build
 
-    from grader.otter_plugin import SandboxedGrader
+    broken = dataclasses.replace(assignment, config={**assignment.config, "lms": {"otter": options}})
+    with pytest.raises(BuildError, match=re.escape(fragment)):
+        build(broken, tmp_path / "starters", tmp_path / "zip")
 
-    submission = tmp_path / "autograder" / "submission" / "performance-05.py"
-    submission.parent.mkdir(parents=True)
-    submission.write_text("x = 1\n")
-    (tmp_path / "autograder" / "source").mkdir()                       # no assignments/ in it
-    plugin = SandboxedGrader(str(submission), {}, {"assignment": "performance-05"})
-    with pytest.raises(OtterRuntimeError, match="could not prepare this assignment"):
-        plugin.before_grading(AutograderConfig({}))
-    assert "grader: could not prepare the assignment" in capsys.readouterr().out
+
+def test_applied_otter_options_reach_the_zips_config(assignment):
+    configured = dataclasses.replace(assignment, config={**assignment.config,
+                                                         "lms": {"otter": {"points_possible": 50, "seed": 7}}})
+    config = otter_config(configured)
+    assert config["points_possible"] == 50 and config["plugins"][0][PLUGIN_NAME]["variant_seed"] == 7
 
 
 # --- real otter run -------------------------------------------------------------------------------
@@ -232,8 +235,10 @@ def graded(assignment, built, tmp_path_factory):
     }
 
 
-def _scores(results_or_record: dict, key: str) -> dict[str, tuple[float, float]]:
-    return {entry[key]: (entry["score"], entry["max_score"]) for entry in results_or_record["tests" if key == "name" else "checks"]}
+def _scores(results_or_record: dict, key: str) -> list[tuple[float, float]]:
+    """Per-check (score, max) in order; results.json's "Public Tests" summary (0 points) is not a check."""
+    entries = results_or_record["tests" if key == "name" else "checks"]
+    return [(e["score"], e["max_score"]) for e in entries if e.get("name") != "Public Tests"]
 
 
 @pytest.mark.parametrize("name", ["reference", "forward_difference"])
@@ -246,20 +251,21 @@ def test_otter_run_gives_the_same_per_check_scores_as_grader_grade(graded, name)
 
 def test_scores_are_the_expected_ones(graded):
     assert graded["otter"]["reference"]["results"]["score"] == 100.0
+    titles = {spec.id: spec.title for spec in load().checks}
     tests = {t["name"]: t for t in graded["otter"]["forward_difference"]["results"]["tests"]}
     expected = tomllib.loads(MISTAKE.with_suffix(".expected.toml").read_text())
     for check, score in expected["checks"].items():
-        assert tests[check]["score"] == score, check
-    assert tests["directional.central_difference"]["status"] == "failed"
-    assert "forward difference" in tests["directional.central_difference"]["output"]
+        assert tests[titles[check]]["score"] == score, check
+    central = tests[titles["directional.central_difference"]]
+    assert central["status"] == "failed" and "forward difference" in central["output"]
     assert graded["otter"]["forward_difference"]["results"]["score"] == sum(expected["groups"].values())
 
 
 def test_otter_results_json_matches_grader_grade_gradescope_file(graded):
-    keys = ("name", "score", "max_score", "status", "visibility")
+    keys = ("name", "number", "score", "max_score", "status", "visibility", "output")
     for name, run in graded["otter"].items():
         ours = json.loads((graded["out"] / "gradescope" / f"{name}.json").read_text())
-        assert [{k: t[k] for k in keys} for t in run["results"]["tests"]] == [{k: t[k] for k in keys} for t in ours["tests"]]
+        assert [{k: t.get(k) for k in keys} for t in run["results"]["tests"]] == [{k: t.get(k) for k in keys} for t in ours["tests"]]
         assert run["results"]["stdout_visibility"] == ours["stdout_visibility"] == "hidden"
 
 
@@ -282,11 +288,9 @@ def test_student_code_never_runs_in_otters_process_or_kernel(graded):
     for name, run in graded["otter"].items():
         with open(run["pickle"], "rb") as stream:
             results = dill.load(stream)
-        executed = "\n".join(cell.source for cell in results.notebook.cells)
-        student_lines = [l for l in graded["sources"][name].splitlines() if len(l.strip()) > 20]
-        assert student_lines and not [l for l in student_lines if l in executed]
+        assert getattr(results, "notebook", None) is None                    # otter's kernel never ran anything
         assert results.total == run["results"]["score"] and results.possible == 100.0
-        assert "Sandboxed grader:" in run["stdout"]          # the plugin's report (stdout: instructor only)
+        assert "Sandboxed grader:" in run["stdout"]          # the runner's report (stdout: instructor only)
 
 
 def test_batch_writes_otter_and_canvas_csvs_that_read_back(assignment, graded):
@@ -304,7 +308,7 @@ def test_batch_writes_otter_and_canvas_csvs_that_read_back(assignment, graded):
         assert float(row["total_points_earned"]) == record["score"]
     with open(out / "canvas.csv", newline="") as stream:
         canvas = list(csv.DictReader(stream))
-    column = f"{assignment.title} ({assignment.id})"
+    column = assignment.title                   # no canvas_assignment_id: Canvas matches the assignment by name
     assert list(canvas[0]) == [*CANVAS_STUDENT_COLUMNS, column]
     assert {row["SIS Login ID"]: float(row[column]) for row in canvas[1:]} == {n: r["score"] for n, r in records.items()}
     assert (out / "grades.csv").is_file()

@@ -8,7 +8,7 @@ import jsonschema
 import pytest
 
 from grader.assignment import load
-from grader.gradescope import RESULTS_SCHEMA, hidden_output, results_json
+from grader.gradescope import RESULTS_SCHEMA, OtterSettings, hidden_output, results_json
 from grader.writers import gradescope_path, write_lms_outputs
 
 SECRET = "expected 0.7853981633974483"   # what a hidden check's feedback names and results.json must not
@@ -43,8 +43,10 @@ def test_results_json_follows_gradescopes_schema():
 
 def test_one_test_entry_per_check_with_its_score_status_and_visibility():
     record = make_record()
-    tests = results_json(record)["tests"]
+    summary, *tests = results_json(record)["tests"]      # otter's "Public Tests" entry first (its default)
+    assert summary["name"] == "Public Tests" and summary["max_score"] == 0 and summary["visibility"] == "visible"
     assert [t["name"] for t in tests] == [c["id"] for c in record["checks"]]
+    assert [t["number"] for t in tests] == ["1.1", "2.1", "2.2", "2.3"]   # group, then check within it
     assert [(t["score"], t["max_score"]) for t in tests] == [(c["score"], c["max_score"]) for c in record["checks"]]
     assert [t["visibility"] for t in tests] == ["visible", "visible", "hidden", "after_published"]
     assert [t["status"] for t in tests] == ["passed", "failed", "failed", "failed"]  # partial credit is "failed"
@@ -115,3 +117,20 @@ def test_write_lms_outputs_writes_one_results_json_per_submission(tmp_path):
         assert results["score"] == record["score"]
     assert sorted(p.name for p in (tmp_path / "gradescope").iterdir()) == ["alice.json", "bob.json"]
     assert (tmp_path / "final_grades.csv").is_file() and (tmp_path / "canvas.csv").is_file()
+
+
+def test_otter_options_shape_the_results_as_otter_applies_them():
+    record = make_record()
+    base = results_json(record)
+    assert base["score"] == record["score"] and base["stdout_visibility"] == "hidden"
+    assert base["output_format"] == "text" and base["test_output_format"] == "md"
+    scaled = results_json(record, settings=OtterSettings(points_possible=50))
+    assert scaled["score"] == round(record["score"] / record["max_score"] * 50, 6)
+    assert results_json(record, settings=OtterSettings(show_stdout=True))["stdout_visibility"] == "after_published"
+    shown = {t["name"]: t for t in results_json(record, settings=OtterSettings(show_hidden=True))["tests"]}
+    assert shown["hvp.secret"]["visibility"] == "after_published" and SECRET in shown["hvp.secret"]["output"]
+    assert results_json(record, settings=OtterSettings(show_hidden=True, force_public_test_summary=False))["tests"][0]["name"] != "Public Tests"
+    threshold = results_json(record, settings=OtterSettings(score_threshold=0.99))
+    assert threshold["score"] == 0
+    titled = results_json(record, titles={"hvp.secret": "A readable name"})
+    assert any(t["name"] == "A readable name" for t in titled["tests"])

@@ -79,7 +79,7 @@ def test_grades_csv_round_trips_through_the_csv_module():
                record("third", score=20.0 / 3)]
     text = grades_csv(records, GROUPS)
     rows = list(csv.reader(io.StringIO(text)))
-    assert rows[0] == ["submission", *GROUPS, "total", "max_score", "percent", "status"]
+    assert rows[0] == ["submission", *GROUPS, "total", "max_score", "percent", "status", "late"]
     assert [row[0] for row in rows[1:]] == ["amy", 'o"brien, jr', "third", "zed"]
     parsed = {row["submission"]: row for row in csv.DictReader(io.StringIO(text))}
     assert len(parsed) == 4
@@ -99,7 +99,7 @@ def test_grades_csv_missing_group_and_zero_max():
     rec["max_score"] = 0.0
     rows = list(csv.DictReader(io.StringIO(grades_csv([rec], GROUPS))))
     assert float(rows[0]["hvp"]) == 0.0 and float(rows[0]["percent"]) == 0.0
-    assert grades_csv([], GROUPS).splitlines() == [",".join(["submission", *GROUPS, "total", "max_score", "percent", "status"])]
+    assert grades_csv([], GROUPS).splitlines() == [",".join(["submission", *GROUPS, "total", "max_score", "percent", "status", "late"])]
 
 
 # ---- feedback ----------------------------------------------------------------------------------------------
@@ -232,7 +232,7 @@ def test_csv_cells_never_start_a_formula():
 
 
 def test_markdown_lines_from_a_run_are_inert_and_fences_cannot_close_early():
-    from grader.writers import fence, md_block, md_line
+    from grader.markdown import fence, md_block, md_line
 
     for text in ("# 100 / 100", "> quote", "| a | b |", "```", "1. item", "- item", "<script>x</script>"):
         rendered = md_line(text)

@@ -56,7 +56,7 @@ def ran_to_the_end(run, oracle, settings):
     place = _place({"line": snap.exit_line, "cell": snap.exit_cell})
     assert run.completed, RUN_OUTCOMES.get(snap.ending, snap.ending).format(where=place).capitalize() + "."
     assert not snap.soft_limit_hit, "Part of your file ran past the time limit and was interrupted; look for a loop that never ends."
-    return f"The file ran to its end in {snap.seconds:.1f} s."
+    return "The file ran to its end."
 
 
 def _place(problem):

@@ -1,0 +1,175 @@
+"""One grade on every path: `grader grade`, the real `otter run -a ZIP FILE`, and Gradescope's entry point on an
+`/autograder` layout give the same per-check scores and the same messages, and every path writes a results.json.
+
+A representative set of the corpus goes through all three, chosen to cover every class of case: honest files
+written other ways, notebooks, Gradescope folders (with extra files, with no Python, with a wrong name), each
+kind of wrong method, memory and panel mistakes, rebinding, Python fidelity (coding line, __future__, __file__),
+runs that raise, exit or stop at a syntax error, and every kind of file that cannot be graded (empty, blank,
+binary, not UTF-8, not Python, a notebook that is not JSON or has no code). The one corpus entry left out is the
+symbolic link: an LMS delivers files, never links (otter copies the file the link points to).
+
+Messages are compared without the isolation line (a fresh interpreter and the fork server describe themselves
+differently) and with a folder's own name written as <folder> (Gradescope calls every folder `submission`).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import zipfile
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+
+from grader.assignment import load
+from grader.autograder_zip import PLUGIN_NAME, write_autograder_zip
+from grader.batch import grade_folder
+from grader.user_cache import user_cache_dir
+from grader.verdicts import ISOLATION_PREFIX
+
+pytestmark = pytest.mark.slow
+
+CORPUS = Path(__file__).with_name("corpus")
+OTTER = Path(sys.executable).with_name("otter")
+SEED = 424242
+CASES = [
+    "reference.py", "restructured.py", "notebook_reference.ipynb", "notebook_helpers_ordereddict.ipynb",
+    "gradescope_layout", "gradescope_extra_file", "gradescope_folder_hvp_remat_from_plain", "two_files",
+    "no_python", "folder_wrong_name", "broken_notebook.ipynb", "notebook_no_code.ipynb", "empty.py", "blank.py",
+    "binary.py", "not_utf8.py", "notes.txt", "latin1_with_coding_line.py", "future_annotations_typed_helpers.py",
+    "reads_own_file.py", "windows_crlf_bom.py", "syntax_error_last.py", "raises_midway.py", "os_exit_midway.py",
+    "sys_exit_at_top.py", "untouched_todos.py", "forward_difference_helper_eps_1e4.py",
+    "finite_is_exact_jvp_over_eps.py", "automatic_copied_from_finite.py", "hvp_remat_differentiates_plain.py",
+    "hvp_numpy_forward_over_reverse.py", "hvp_float64_difference_of_grads.py", "hvp_direction_left_as_ones.py",
+    "memory_typed_numbers_when_available.py", "memory_argument_output_swapped.py",
+    "memory_zeros_fromkeys_when_missing.py", "panel_zero_bytes_titled_missing.py",
+    "panel_no_compiler_memory_analysis.py", "rebind_x_loop_over_times.py", "rng_generator_pcg64_seed_keyword.py",
+    "patched_jax_grad_transposed_remat.py", "notebook_hvp_plain_differentiates_remat.ipynb",
+]
+
+
+def with_seed(built: Path, target: Path) -> Path:
+    """The zip with the variant seed fixed (otter_config.json), so the three paths grade the same variant."""
+    with zipfile.ZipFile(built) as source, zipfile.ZipFile(target, "w") as copy:
+        for info in source.infolist():
+            data = source.read(info)
+            if info.filename == "otter_config.json":
+                config = json.loads(data)
+                config["plugins"][0][PLUGIN_NAME]["variant_seed"] = SEED
+                data = json.dumps(config).encode()
+            copy.writestr(info, data)
+    return target
+
+
+def otter_run(zip_path: Path, entry: Path, work: Path, cache_home: Path) -> dict:
+    """`otter run -a ZIP FILE`; a folder is handed over as a zip of its contents, as otter takes folders."""
+    work.mkdir(parents=True)
+    submission = entry
+    if entry.is_dir():
+        submission = work / f"{entry.name}.zip"
+        with zipfile.ZipFile(submission, "w") as archive:
+            for path in sorted(entry.rglob("*")):
+                if path.is_file():
+                    archive.write(path, path.relative_to(entry).as_posix())
+    env = {**os.environ, "XDG_CACHE_HOME": str(cache_home),
+           "PATH": f"{OTTER.parent}{os.pathsep}{os.environ.get('PATH', '')}"}
+    subprocess.run([str(OTTER), "run", "-a", str(zip_path), str(submission), "--no-logo"], cwd=work, env=env,
+                   capture_output=True, text=True, timeout=900)
+    return json.loads((work / "results.json").read_text())
+
+
+def gradescope_run(zip_path: Path, entry: Path, work: Path, grader_cache: Path) -> dict:
+    """Gradescope's `/autograder` layout in a folder: source/ (the zip), submission/ (the files), results/."""
+    for name in ("source", "submission", "results"):
+        (work / name).mkdir(parents=True)
+    with zipfile.ZipFile(zip_path) as archive:
+        archive.extractall(work / "source")
+    shutil.copytree(grader_cache, work / "source" / ".grader-cache")   # what setup.sh measured
+    if entry.is_dir():
+        shutil.copytree(entry, work / "submission", dirs_exist_ok=True)
+    else:
+        shutil.copy(entry, work / "submission" / entry.name)
+    (work / "submission_metadata.json").write_text("{}")
+    subprocess.run([sys.executable, "-m", "grader.otter_runner", "gradescope", str(work)], cwd="/",
+                   capture_output=True, text=True, timeout=900)
+    return json.loads((work / "results" / "results.json").read_text())
+
+
+@pytest.fixture(scope="module")
+def paths(tmp_path_factory):
+    assignment = load("performance-05")
+    work = tmp_path_factory.mktemp("paths")
+    submissions = work / "submissions"
+    submissions.mkdir()
+    for case in CASES:
+        source = CORPUS / case
+        (shutil.copytree if source.is_dir() else shutil.copy)(source, submissions / case)
+    out = work / "out"
+    batch = grade_folder(assignment, submissions, out, variant_seed=SEED, progress=lambda line: None)
+    records = {record["file"].split("/")[0]: record for record in batch.records}
+    zip_path = with_seed(write_autograder_zip(assignment, work / "build"), work / "seeded.zip")
+    cache_home = work / "cache-home"
+    shutil.copytree(out / ".grader-cache", cache_home / user_cache_dir().name)
+
+    def both(case: str) -> tuple[str, dict, dict]:
+        entry = submissions / case
+        return (case, otter_run(zip_path, entry, work / "otter" / case, cache_home),
+                gradescope_run(zip_path, entry, work / "gradescope" / case, out / ".grader-cache"))
+
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        runs = {case: (otter, gradescope) for case, otter, gradescope in pool.map(both, CASES)}
+    return {"records": records, "runs": runs}
+
+
+def check_scores(results: dict) -> list[float]:
+    return [test["score"] for test in results["tests"] if test["name"] != "Public Tests"]
+
+
+def messages(lines: list[str], folder: str) -> list[str]:
+    return [line.replace(f"{folder}/", "<folder>/").replace("submission/", "<folder>/") for line in lines
+            if not line.startswith(ISOLATION_PREFIX)]
+
+
+def output_messages(results: dict) -> list[str]:
+    return [line[2:] for line in results["output"].splitlines()[1:] if line.startswith("- ")]
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_the_three_paths_give_one_grade(paths, case):
+    record = paths["records"][case]
+    otter, gradescope = paths["runs"][case]
+    expected = [check["score"] for check in record["checks"]]
+    assert check_scores(otter) == expected, f"otter run differs from grader grade for {case}"
+    assert check_scores(gradescope) == expected, f"Gradescope differs from grader grade for {case}"
+    assert otter["score"] == gradescope["score"] == record["score"]
+    wanted = messages(record["messages"], case)
+    assert messages(output_messages(gradescope), case) == wanted
+    assert messages(output_messages(otter), case) == wanted
+
+
+def test_every_path_wrote_a_results_json_for_every_input(paths):
+    assert set(paths["runs"]) == set(CASES) == set(paths["records"])
+    errors = [case for case, record in paths["records"].items() if record["status"] == "error"]
+    assert len(errors) >= 8          # the malformed inputs really are in the set
+    for case in errors:
+        otter, gradescope = paths["runs"][case]
+        assert otter["score"] == gradescope["score"] == 0 and "could not be graded" in gradescope["output"]
+
+
+def test_a_broken_autograder_still_writes_results_in_plain_words(tmp_path):
+    """No assignment in source/: the grader's own failure, a results.json saying so, details for the instructor."""
+    for name in ("source", "submission", "results"):
+        (tmp_path / name).mkdir()
+    (tmp_path / "source" / "otter_config.json").write_text(
+        json.dumps({"lang": "python", "plugins": [{PLUGIN_NAME: {"assignment": "performance-05"}}]}))
+    (tmp_path / "submission" / "performance-05.py").write_text("x = 1\n")
+    (tmp_path / "submission_metadata.json").write_text("{}")
+    done = subprocess.run([sys.executable, "-m", "grader.otter_runner", "gradescope", str(tmp_path)], cwd="/",
+                          capture_output=True, text=True, timeout=300)
+    results = json.loads((tmp_path / "results" / "results.json").read_text())
+    assert results["score"] == 0 and "could not prepare this assignment" in json.dumps(results)
+    assert "grader: could not prepare the assignment" in done.stdout
