@@ -13,25 +13,24 @@ scenarios per file, so a ratio near 2 with one worker means the harness itself c
 from __future__ import annotations
 
 import argparse
-from contextlib import contextmanager
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-import grader.batch  # noqa: E402
-import grader.sandbox  # noqa: E402
-from grader.runners import fast_runner  # noqa: E402
-from grader.assignment import load  # noqa: E402
-from grader.isolation import Bubblewrap, ProcessGroup, Unshare  # noqa: E402
-from grader.batch import grade_folder  # noqa: E402
-from grader.reference import reference_facts  # noqa: E402
-
+import grader.cli.batch  # noqa: E402
+import grader.sandbox.process  # noqa: E402
+from grader.cli.batch import grade_folder  # noqa: E402
+from grader.config.assignment import load  # noqa: E402
+from grader.grading.reference import reference_facts  # noqa: E402
+from grader.runs.runners import fast_runner  # noqa: E402
+from grader.sandbox.isolation import Bubblewrap, ProcessGroup, Unshare  # noqa: E402
 
 STRATEGIES = {"fork-server": Bubblewrap, "bubblewrap": Bubblewrap, "unshare": Unshare, "process-group": ProcessGroup}
 
@@ -66,8 +65,8 @@ def main() -> None:
 
         for round_, (strategy, workers) in enumerate([(s, w) for s in args.isolation for w in args.workers]):
             isolation = STRATEGIES[strategy]()
-            grader.sandbox.strongest_available = lambda isolation=isolation: isolation
-            grader.batch.fast_runner = fast_runner if strategy == "fork-server" else no_fork_server
+            grader.sandbox.process.strongest_available = lambda isolation=isolation: isolation
+            grader.cli.batch.fast_runner = fast_runner if strategy == "fork-server" else no_fork_server
             out = Path(scratch) / f"out-{round_}-{strategy}-{workers}"
             (out / ".grader-cache").mkdir(parents=True)
             for cached in (Path(scratch) / "cache").iterdir():

@@ -24,11 +24,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from grader import compile_cache  # noqa: E402
-from grader.assignment import load  # noqa: E402
-from grader.batch import grade_folder  # noqa: E402
-from grader.reference import reference_facts  # noqa: E402
-from grader.runs import fresh_variant_seed, scenario_seed  # noqa: E402
+from grader.cli.batch import grade_folder  # noqa: E402
+from grader.config.assignment import load  # noqa: E402
+from grader.grading.reference import reference_facts  # noqa: E402
+from grader.runs import compile_cache  # noqa: E402
+from grader.runs.jobs import fresh_variant_seed, scenario_seed  # noqa: E402
 
 EPS = [".001", ".002", ".005", ".01", ".0005", "1e-3", "2.5e-3"]
 DIRECTIONS = ["jnp.linspace(-1.,1.,len(x))", "jnp.arange(len(x),dtype=jnp.float32)/len(x)-.4",

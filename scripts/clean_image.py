@@ -33,9 +33,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from grader.assignment import load  # noqa: E402
-from grader.autograder_zip import write_autograder_zip  # noqa: E402
-from grader.user_cache import user_cache_dir  # noqa: E402
+from grader.common.user_cache import user_cache_dir  # noqa: E402
+from grader.config.assignment import load  # noqa: E402
+from grader.lms.autograder_zip import write_autograder_zip  # noqa: E402
 
 MIRROR = "http://deb.debian.org/debian"
 CASES = ["reference.py", "forward_difference.py", "notebook_reference.ipynb", "gradescope_extra_file", "broken_notebook.ipynb"]

@@ -11,9 +11,9 @@ from __future__ import annotations
 import csv
 import dataclasses
 import json
-import re
 import os
 import pickle
+import re
 import shutil
 import stat
 import subprocess
@@ -26,13 +26,19 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from grader.assignment import load
-from grader.autograder_zip import PLUGIN_NAME, build_zip_bytes, otter_config, write_autograder_zip, zip_name
-from grader.batch import grade_folder
-from grader.canvas import STUDENT_COLUMNS as CANVAS_STUDENT_COLUMNS
-from grader.gradescope import RESULTS_SCHEMA
-from grader.lms_csv import POINTS_POSSIBLE_LABEL
-from grader.user_cache import user_cache_dir
+from grader.cli.batch import grade_folder
+from grader.common.user_cache import user_cache_dir
+from grader.config.assignment import load
+from grader.lms.autograder_zip import (
+    PLUGIN_NAME,
+    build_zip_bytes,
+    otter_config,
+    write_autograder_zip,
+    zip_name,
+)
+from grader.lms.canvas import STUDENT_COLUMNS as CANVAS_STUDENT_COLUMNS
+from grader.lms.gradescope import RESULTS_SCHEMA
+from grader.lms.otter_csv import POINTS_POSSIBLE_LABEL
 
 ROOT = Path(__file__).resolve().parent.parent
 MISTAKE = ROOT / "tests" / "corpus" / "forward_difference.py"
@@ -71,7 +77,7 @@ def test_zip_is_named_after_the_assignment_and_has_otters_layout(assignment, bui
 def test_plugin_named_in_the_config_is_an_otter_plugin():
     from otter.plugins import AbstractOtterPlugin
 
-    from grader import otter_plugin
+    from grader.lms import otter_plugin
 
     assert otter_plugin.PLUGIN_NAME == PLUGIN_NAME
     assert issubclass(otter_plugin.SandboxedGrader, AbstractOtterPlugin)
@@ -95,7 +101,7 @@ def test_scripts_install_bubblewrap_and_call_otters_entry_point(built):
     assert setup.rstrip().endswith('chmod -R go-rwx "$SOURCE"')  # instructor files: root only
     assert "pip install" not in run                              # grading never installs anything
     assert "run_otter.py" in run and 'run_gradescope("/autograder")' in run_otter
-    assert "grader.otter_runner install-hook" in setup
+    assert "grader.lms.otter_runner install-hook" in setup
     for script in (setup, run):
         assert subprocess.run(["bash", "-n"], input=script, text=True).returncode == 0
 
@@ -119,8 +125,8 @@ def test_runner_hands_otter_our_results_and_otter_options_apply():
     from otter.run.run_autograder.autograder_config import AutograderConfig
     from test_gradescope import SECRET, make_record
 
-    from grader.gradescope import OtterSettings, results_json
-    from grader.otter_runner import SandboxedGradingResults
+    from grader.lms.gradescope import OtterSettings, results_json
+    from grader.lms.otter_runner import SandboxedGradingResults
 
     record = make_record()
     results = SandboxedGradingResults.from_record(record, 4.0, {})
@@ -140,7 +146,7 @@ def test_otter_creates_our_runner_only_for_configs_naming_our_plugin():
     import otter.run.run_autograder as otter_autograder
     from otter.run.run_autograder.runners.python_runner import PythonRunner
 
-    from grader.otter_runner import SandboxedRunner, install
+    from grader.lms.otter_runner import SandboxedRunner, install
 
     install()
     ours = otter_autograder.create_runner({"plugins": [{PLUGIN_NAME: {"assignment": "performance-05"}}]})
@@ -159,7 +165,7 @@ def test_otter_creates_our_runner_only_for_configs_naming_our_plugin():
     ({"colour": "blue"}, "colour: not an otter option"),
 ])
 def test_otter_options_are_applied_or_refused_at_build(assignment, options, fragment, tmp_path):
-    from grader.build import BuildError, build
+    from grader.authoring.build import BuildError, build
 
     broken = dataclasses.replace(assignment, config={**assignment.config, "lms": {"otter": options}})
     with pytest.raises(BuildError, match=re.escape(fragment)):
@@ -319,7 +325,7 @@ def test_setup_warms_the_reference_cache_of_the_extracted_zip(built, graded, tmp
     with zipfile.ZipFile(built) as archive:
         archive.extractall(source)
     shutil.copytree(graded["out"] / ".grader-cache", source / ".grader-cache")   # same key: nothing to measure
-    done = subprocess.run([sys.executable, "-m", "grader.otter_plugin", "warm", str(tmp_path / "autograder")],
+    done = subprocess.run([sys.executable, "-m", "grader.lms.otter_plugin", "warm", str(tmp_path / "autograder")],
                           cwd="/", capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
     assert "reference facts for performance-05 cached" in done.stdout

@@ -16,12 +16,13 @@ from pathlib import Path
 import nbformat
 import pytest
 
-import grader.assignment
-import grader.batch
-import grader.cli
-from grader.build import build
-from grader.scaffold import Rules, ScaffoldError, find_regions, scaffold_region, unfinished_exercises
-from grader.starter import render
+import grader.cli.batch
+import grader.cli.main
+import grader.config.assignment
+from grader.authoring.build import build
+from grader.authoring.scaffold import Rules, ScaffoldError, scaffold_region
+from grader.authoring.starter import render
+from grader.intake.regions import RegionError, find_regions, unfinished_exercises
 
 ROOT = Path(__file__).resolve().parent.parent
 COMMITTED = ROOT / "student_templates"
@@ -45,7 +46,7 @@ def words(text: str) -> str:
 
 @pytest.fixture(scope="module")
 def assignment():
-    return grader.assignment.load(ASSIGNMENT, ROOT)
+    return grader.config.assignment.load(ASSIGNMENT, ROOT)
 
 
 @pytest.fixture(scope="module")
@@ -180,7 +181,7 @@ def test_build_works_for_an_assignment_defined_only_under_tests(tmp_path, capsys
     folder = tmp_path / "project"
     shutil.copytree(TINY, folder)
     out = tmp_path / "out"
-    assert grader.cli.main(["build", str(folder / "assignments" / "tiny"), "--out", str(out)]) == 0
+    assert grader.cli.main.main(["build", str(folder / "assignments" / "tiny"), "--out", str(out)]) == 0
     printed = capsys.readouterr().out.split()
     assert printed == [str(out / "tiny.py"), str(out / "tiny.ipynb"), str(out / "tiny-autograder.zip")]
     text = (out / "tiny.py").read_text()
@@ -192,10 +193,10 @@ def test_build_works_for_an_assignment_defined_only_under_tests(tmp_path, capsys
     notebook = nbformat.read(out / "tiny.ipynb", as_version=4)
     nbformat.validate(notebook)
     assert any(c.cell_type == "markdown" and "## Circle and square" in c.source for c in notebook.cells)
-    assert grader.cli.main(["build", "tiny", "--root", str(folder), "--out", str(tmp_path / "again")]) == 0
+    assert grader.cli.main.main(["build", "tiny", "--root", str(folder), "--out", str(tmp_path / "again")]) == 0
     assert (tmp_path / "again" / "tiny.ipynb").read_bytes() == (out / "tiny.ipynb").read_bytes()
     # With no --out, the starters go to <project root>/student_templates and the zip (it holds the solution) to build/.
-    assert grader.cli.main(["build", "tiny", "--root", str(folder)]) == 0
+    assert grader.cli.main.main(["build", "tiny", "--root", str(folder)]) == 0
     assert (folder / "student_templates" / "tiny.py").read_bytes() == (out / "tiny.py").read_bytes()
     assert sorted(p.name for p in (folder / "student_templates").iterdir()) == ["tiny.ipynb", "tiny.py"]
     assert (folder / "build" / "tiny-autograder.zip").read_bytes() == (out / "tiny-autograder.zip").read_bytes()
@@ -203,7 +204,7 @@ def test_build_works_for_an_assignment_defined_only_under_tests(tmp_path, capsys
 
 def test_framework_modules_name_nothing_of_performance_05():
     for module in ("scaffold.py", "starter.py", "build.py"):
-        text = (ROOT / "grader" / module).read_text()
+        text = (ROOT / "grader" / "authoring" / module).read_text()
         for word in ("performance", "hvp", "finite", "memory.", "jnp", "panels", "direction"):
             assert word not in text, f"grader/{module} mentions {word!r}"
 
@@ -213,7 +214,7 @@ def test_build_refuses_prose_for_an_unknown_exercise(tmp_path):
     shutil.copytree(TINY, folder)
     config = folder / "assignments" / "tiny" / "assignment.toml"
     config.write_text(config.read_text() + '\n[starter.exercises.other]\ntitle = "no such region"\n')
-    assert grader.cli.main(["build", "tiny", "--root", str(folder), "--out", str(tmp_path / "out")]) == 2
+    assert grader.cli.main.main(["build", "tiny", "--root", str(folder), "--out", str(tmp_path / "out")]) == 2
     assert not (tmp_path / "out").exists()
 
 
@@ -318,7 +319,7 @@ def test_answer_names_default_to_what_the_regions_bind():
     (["# BEGIN EXERCISE a"], "has no END"),
 ])
 def test_broken_markers_are_reported(lines, problem):
-    with pytest.raises(ScaffoldError, match=problem):
+    with pytest.raises(RegionError, match=problem):
         find_regions(lines)
 
 
@@ -339,7 +340,7 @@ def graded(assignment, built, tmp_path_factory) -> dict:
     shutil.copy(built[".py"], submissions / "starter.py")
     shutil.copy(assignment.solution_path, submissions / "solution.py")
     (submissions / "solution_notebook.ipynb").write_text(render(assignment, scaffold=False).notebook)
-    grader.batch.grade_folder(assignment, submissions, out, workers=2, regrade=True)
+    grader.cli.batch.grade_folder(assignment, submissions, out, workers=2, regrade=True)
     records = {path.stem: json.loads(path.read_text()) for path in out.glob("*.json")}
     return {"records": records, "cache": out / ".grader-cache"}
 
@@ -370,8 +371,8 @@ def test_solution_py_and_notebook_get_the_same_full_marks(assignment, graded):
 
 
 def test_check_lists_the_unfinished_exercises_of_the_starter(graded, monkeypatch, capsys):
-    monkeypatch.setattr(grader.cli, "user_cache_dir", lambda: graded["cache"])   # reuse the measured facts
-    assert grader.cli.main(["check", str(COMMITTED / "performance-05.py")]) == 0
+    monkeypatch.setattr(grader.cli.main, "user_cache_dir", lambda: graded["cache"])   # reuse the measured facts
+    assert grader.cli.main.main(["check", str(COMMITTED / "performance-05.py")]) == 0
     output = capsys.readouterr().out
     line = next(line for line in output.splitlines() if line.startswith("note: Unfinished exercises"))
     assert [name for name in EXERCISES if name in line] == EXERCISES

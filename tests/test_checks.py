@@ -12,10 +12,18 @@ import math
 import numpy as np
 import pytest
 
-from grader import assignment as assignment_module
-from grader.checks import Partial, RunView, _combine, evaluate, grader_faults, reported_faults, run_checks
-from grader.evidence import CallEvent, Evaluation, StudentFunction
-from grader.snapshot import UNFINISHED, Opaque, Snapshot, Statement
+from grader.config import assignment as assignment_module
+from grader.grading.engine import (
+    Partial,
+    RunView,
+    _combine,
+    evaluate,
+    grader_faults,
+    reported_faults,
+    run_checks,
+)
+from grader.runs.evidence import CallEvent, Evaluation, StudentFunction
+from grader.runs.snapshot import UNFINISHED, Opaque, Snapshot, Statement
 
 LESSON_SEED = 18
 VARIANT_SEED = 987654321
@@ -848,7 +856,7 @@ def test_later_rebinding_does_not_replace_the_exercise_value(assignment, oracles
         fraction, feedback = check(assignment, oracles, name, events)
         assert fraction == 1, (name, feedback)
     snap = make_snapshot(oracles["baseline"], "baseline", events)
-    from grader.provenance import Provenance
+    from grader.runs.provenance import Provenance
 
     note = Provenance(snap, assignment.bindings).rebinding_note("finite")
     assert note and "line 40" in note and f"line {10 + INDEX['finite']}" in note

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-GRADER = [sys.executable, "-m", "grader.cli"]
+GRADER = [sys.executable, "-m", "grader.cli.main"]
 
 
 def test_grade_examples_writes_a_record_for_every_entry(tmp_path):

@@ -15,7 +15,7 @@ other file `<case>.<ext>` -- plus `<case>.expected.toml` beside it:
     messages = ["sys.exit"]             # in the concatenated submission-level messages
 
 A module-scoped fixture copies every entry (symlinks stay symlinks) into a temporary folder and runs
-`grader.batch.grade_folder` over it once, in-process, with two workers; each case is then one parameter of
+`grader.cli.batch.grade_folder` over it once, in-process, with two workers; each case is then one parameter of
 `test_corpus_case`. Adding a case is adding its files: nothing here names a case.
 """
 
@@ -31,10 +31,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-
-import grader.assignment
-import grader.batch
 from case_expectations import record_problems, shape_problems, summary
+
+import grader.cli.batch
+import grader.config.assignment
 
 ASSIGNMENT = "performance-05"
 CORPUS = Path(__file__).with_name("corpus")
@@ -83,8 +83,8 @@ def graded(tmp_path_factory) -> Graded:
             shutil.copytree(entry, target, symlinks=True)
         else:
             shutil.copy2(entry, target)
-    assignment = grader.assignment.load(ASSIGNMENT)
-    result = grader.batch.grade_folder(assignment, submissions, out, workers=2, regrade=True)
+    assignment = grader.config.assignment.load(ASSIGNMENT)
+    result = grader.cli.batch.grade_folder(assignment, submissions, out, workers=2, regrade=True)
     records: dict[str, list[dict]] = {}
     for path in sorted(out.glob("*.json")):           # what the grader wrote, not what it returned
         record = json.loads(path.read_text(encoding="utf-8"))

@@ -12,15 +12,16 @@ import sys
 import time
 from pathlib import Path
 
-import grader.assignment
-from grader.writers import atomic_write, remove_torn_writes
 from live_processes import processes_with
+
+import grader.config.assignment
+from grader.common.files import atomic_write, remove_torn_writes
 
 SLEEPER = "66.2718"   # every submission starts `sleep SLEEPER`: a sandbox that outlived its grader would show it
 
 
 def _grader(*args: str) -> list[str]:
-    return [sys.executable, "-m", "grader.cli", *args]
+    return [sys.executable, "-m", "grader.cli.main", *args]
 
 
 def _records(out: Path) -> dict[str, dict]:
@@ -28,7 +29,7 @@ def _records(out: Path) -> dict[str, dict]:
 
 
 def test_a_killed_batch_resumes_without_regrading_or_torn_files(tmp_path):
-    solution = grader.assignment.load("performance-05").solution_path.read_text(encoding="utf-8")
+    solution = grader.config.assignment.load("performance-05").solution_path.read_text(encoding="utf-8")
     submissions, out = tmp_path / "submissions", tmp_path / "results"
     submissions.mkdir()
     header = f"import subprocess\nsubprocess.Popen(['sleep', '{SLEEPER}'])\n"

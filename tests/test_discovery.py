@@ -1,4 +1,4 @@
-"""grader.discovery.discover and grader.notebook.notebook_to_source on hand-built folders."""
+"""grader.intake.discovery.discover and grader.intake.notebook.notebook_to_source on hand-built folders."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from grader.discovery import discover, load_single, safe_filename
-from grader.notebook import NotebookError, notebook_to_source
+from grader.intake.discovery import discover, load_single, safe_filename
+from grader.intake.notebook import NotebookError, notebook_to_source
 
 EXPECTED = "performance-05.py"
 CODE = "x = 1\nprint(x)\n"

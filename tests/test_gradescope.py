@@ -7,9 +7,14 @@ import json
 import jsonschema
 import pytest
 
-from grader.assignment import load
-from grader.gradescope import RESULTS_SCHEMA, OtterSettings, hidden_output, results_json
-from grader.writers import gradescope_path, write_lms_outputs
+from grader.config.assignment import load
+from grader.lms.gradescope import (
+    RESULTS_SCHEMA,
+    OtterSettings,
+    hidden_output,
+    results_json,
+)
+from grader.outputs.writers import gradescope_path, write_lms_outputs
 
 SECRET = "expected 0.7853981633974483"   # what a hidden check's feedback names and results.json must not
 

@@ -4,13 +4,18 @@ from __future__ import annotations
 
 import csv
 import io
-
 from types import SimpleNamespace
 
-from grader.canvas import POINTS_POSSIBLE as CANVAS_POINTS_POSSIBLE
-from grader.canvas import STUDENT_COLUMNS as CANVAS_STUDENT_COLUMNS
-from grader.canvas import Roster, canvas_csv, column_header, late, parse_download_name
-from grader.lms_csv import POINTS_POSSIBLE_LABEL, final_grades_csv
+from grader.lms.canvas import POINTS_POSSIBLE as CANVAS_POINTS_POSSIBLE
+from grader.lms.canvas import STUDENT_COLUMNS as CANVAS_STUDENT_COLUMNS
+from grader.lms.canvas import (
+    Roster,
+    canvas_csv,
+    column_header,
+    late,
+    parse_download_name,
+)
+from grader.lms.otter_csv import POINTS_POSSIBLE_LABEL, final_grades_csv
 
 CHECKS = [("runs.no_errors", 3.0), ("hvp.secret", 9.0), ("directional.eps", 2.5)]
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from grader import assignment as assignment_module
+from grader.config import assignment as assignment_module
 
 SEEDS = [18, 0, 1, 7, 12345, 2**31 - 2]
 

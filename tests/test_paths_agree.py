@@ -25,11 +25,11 @@ from pathlib import Path
 
 import pytest
 
-from grader.assignment import load
-from grader.autograder_zip import PLUGIN_NAME, write_autograder_zip
-from grader.batch import grade_folder
-from grader.user_cache import user_cache_dir
-from grader.verdicts import ISOLATION_PREFIX
+from grader.cli.batch import grade_folder
+from grader.common.user_cache import user_cache_dir
+from grader.config.assignment import load
+from grader.lms.autograder_zip import PLUGIN_NAME, write_autograder_zip
+from grader.model.verdicts import ISOLATION_PREFIX
 
 pytestmark = pytest.mark.slow
 
@@ -94,7 +94,7 @@ def gradescope_run(zip_path: Path, entry: Path, work: Path, grader_cache: Path) 
     else:
         shutil.copy(entry, work / "submission" / entry.name)
     (work / "submission_metadata.json").write_text("{}")
-    subprocess.run([sys.executable, "-m", "grader.otter_runner", "gradescope", str(work)], cwd="/",
+    subprocess.run([sys.executable, "-m", "grader.lms.otter_runner", "gradescope", str(work)], cwd="/",
                    capture_output=True, text=True, timeout=900)
     return json.loads((work / "results" / "results.json").read_text())
 
@@ -168,7 +168,7 @@ def test_a_broken_autograder_still_writes_results_in_plain_words(tmp_path):
         json.dumps({"lang": "python", "plugins": [{PLUGIN_NAME: {"assignment": "performance-05"}}]}))
     (tmp_path / "submission" / "performance-05.py").write_text("x = 1\n")
     (tmp_path / "submission_metadata.json").write_text("{}")
-    done = subprocess.run([sys.executable, "-m", "grader.otter_runner", "gradescope", str(tmp_path)], cwd="/",
+    done = subprocess.run([sys.executable, "-m", "grader.lms.otter_runner", "gradescope", str(tmp_path)], cwd="/",
                           capture_output=True, text=True, timeout=300)
     results = json.loads((tmp_path / "results" / "results.json").read_text())
     assert results["score"] == 0 and "could not prepare this assignment" in json.dumps(results)

@@ -1,8 +1,8 @@
 """HTML reports: the class report and the per-student feedback pages, on real records and on hostile data.
 
 A module-scoped fixture grades three corpus files (the reference solution, a submission whose variant figure
-draws bytes where "unavailable" is expected, an empty file) with `grader.batch.grade_folder`, then calls
-`grader.reports.write_reports` itself into its own folder, so these tests do not depend on how the batch
+draws bytes where "unavailable" is expected, an empty file) with `grader.cli.batch.grade_folder`, then calls
+`grader.outputs.reports.write_reports` itself into its own folder, so these tests do not depend on how the batch
 wires the reports. The last tests open the pages in headless Chromium (installed by scripts/install).
 """
 
@@ -18,11 +18,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import grader.assignment
-import grader.batch
-from grader import figures as figures_module
-from grader.discovery import safe_filename
-from grader.reports import write_reports
+import grader.cli.batch
+import grader.config.assignment
+from grader.intake.discovery import safe_filename
+from grader.outputs import figures as figures_module
+from grader.outputs.reports import write_reports
 
 CORPUS = Path(__file__).with_name("corpus")
 CASES = {"reference": "reference.py", "zeros": "memory_zeros_when_unavailable.py", "empty": "empty.py"}
@@ -34,7 +34,7 @@ DATA_URI = re.compile(r'<img[^>]*src="data:image/png;base64,[A-Za-z0-9+/=]{200,}
 
 @pytest.fixture(scope="module")
 def assignment():
-    return grader.assignment.load("performance-05")
+    return grader.config.assignment.load("performance-05")
 
 
 @pytest.fixture(scope="module")
@@ -46,7 +46,7 @@ def graded(tmp_path_factory, assignment):
     for case, name in CASES.items():
         shutil.copyfile(CORPUS / name, folder / f"{case}.py")
     out = root / "out"
-    result = grader.batch.grade_folder(assignment, folder, out, workers=2, variant_seed=4242,
+    result = grader.cli.batch.grade_folder(assignment, folder, out, workers=2, variant_seed=4242,
                                        progress=lambda line: None)
     records = {r["submission"]: r for r in result.records}
     assert set(records) == set(CASES)
@@ -59,7 +59,7 @@ def graded(tmp_path_factory, assignment):
 def _reference_figures(assignment, out: Path, reference_record: dict) -> dict:
     """The reference solution's figures: measured by the grader when it can, else the reference record's own."""
     try:
-        from grader.reference import reference_figures
+        from grader.grading.reference import reference_figures
     except ImportError:
         reference_figures = None
     if reference_figures is not None:

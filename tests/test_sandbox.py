@@ -1,4 +1,4 @@
-"""grader.sandbox.run_job + grader.snapshot.build_snapshot on small hand-written jobs (no JAX in the child).
+"""grader.sandbox.process.run_job + grader.runs.snapshot.build_snapshot on small hand-written jobs (no JAX in the child).
 
 Every test runs twice: with a fresh sandboxed interpreter per run (`sandbox.run_job`) and with the fork server
 (`zygote.ForkServer.run_job`), which must keep every guarantee the first gives.
@@ -18,12 +18,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
-from grader.isolation import Bubblewrap
-from grader.sandbox import Limits, run_job
-from grader.zygote import ForkServer
 from live_processes import processes_with
-from grader.snapshot import Opaque, build_snapshot
+
+from grader.runs.snapshot import Opaque, build_snapshot
+from grader.sandbox.fork_server import ForkServer
+from grader.sandbox.isolation import Bubblewrap
+from grader.sandbox.process import Limits, run_job
 
 FAST = Limits(wall_seconds=8, soft_seconds=3, statement_grace_seconds=1, cpu_seconds=20,
               output_keep_bytes=64 * 1024, value_max_bytes=256 * 1024)
@@ -339,7 +339,7 @@ def test_garbage_on_the_data_channel_keeps_what_came_before():
 ])
 def test_malformed_frames_never_crash_the_parent(frame):
     """The child (student code can write to the channel) is trusted for nothing beyond the schema."""
-    from grader.sandbox import RawRun
+    from grader.sandbox.process import RawRun
 
     good = {"type": "value", "name": "kept", "stmt": 0, "value": {"t": "int", "v": 1}}
     snap = build_snapshot(RawRun(frames=[good, frame]), "baseline", 18)
@@ -490,7 +490,7 @@ def test_child_runs_in_a_fresh_temp_dir_that_is_deleted_afterwards():
 @pytest.mark.skipif(not Bubblewrap().works(), reason="needs bubblewrap (apt-get install bubblewrap), as .ci/run installs")
 def test_instructor_files_are_invisible_to_the_child():
     """DESIGN: 'instructor files invisible'. The reference solution must not be readable from student code."""
-    from grader.assignment import find_root
+    from grader.config.assignment import find_root
 
     solution = find_root() / "solutions" / "performance-05.py"
     assert solution.is_file()
@@ -552,7 +552,7 @@ def test_a_dead_fork_server_costs_the_student_nothing():
 
 
 def test_the_syscall_filter_refuses_namespaces_mounts_and_the_keyring():
-    from grader.seccomp import filter_program
+    from grader.sandbox.seccomp import filter_program
 
     snap, _ = run("""
         import ctypes
@@ -590,7 +590,7 @@ def test_nothing_written_by_the_run_passes_for_a_set_up_failure():
 
 def test_a_run_is_held_to_its_memory_as_a_whole():
     """Shared memory escapes RLIMIT_DATA; the run's cgroup counts it."""
-    from grader.sandbox import shared_tree
+    from grader.sandbox.process import shared_tree
 
     limits = Limits(**{**FAST.__dict__, "memory_bytes": 256 * 2**20})
     snap, raw = run("""
@@ -608,7 +608,7 @@ def test_a_run_is_held_to_its_memory_as_a_whole():
 
 def test_without_cgroups_or_a_syscall_filter_the_grader_still_runs_and_says_so(monkeypatch):
     """An unprivileged container: no cgroup can be made and libseccomp is missing."""
-    import grader.sandbox as sandbox
+    import grader.sandbox.process as sandbox
 
     monkeypatch.setattr(sandbox, "_TREE", [None])
     monkeypatch.setattr(sandbox, "filter_program", lambda: None)

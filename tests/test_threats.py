@@ -26,16 +26,15 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-
-import grader.assignment
-import grader.batch
-from grader.discovery import entry_id
-from grader.isolation import Bubblewrap, strongest_available
-from grader.sandbox import shared_tree
-from grader.seccomp import filter_program
-
 from case_expectations import record_problems, shape_problems, summary
 from live_processes import processes_with
+
+import grader.cli.batch
+import grader.config.assignment
+from grader.intake.discovery import entry_id
+from grader.sandbox.isolation import Bubblewrap, strongest_available
+from grader.sandbox.process import shared_tree
+from grader.sandbox.seccomp import filter_program
 
 THREATS = Path(__file__).with_name("threats")
 EXPECTED = ".expected.toml"
@@ -115,7 +114,7 @@ def batch(tmp_path_factory) -> Batch:
     listener.bind(("127.0.0.1", 0))
     listener.listen(16)
     port = listener.getsockname()[1]
-    assignment = grader.assignment.load("performance-05")
+    assignment = grader.config.assignment.load("performance-05")
     solution = assignment.solution_path.read_text(encoding="utf-8")
     ids = {}
     for case in case_names():
@@ -129,7 +128,7 @@ def batch(tmp_path_factory) -> Batch:
         ids[case] = expected.get("submission") or entry_id(os.fsdecode(name))
     before = _tree_digest(submissions)
     started = time.time()
-    result = grader.batch.grade_folder(assignment, submissions, out, workers=2, regrade=True)
+    result = grader.cli.batch.grade_folder(assignment, submissions, out, workers=2, regrade=True)
     seconds = time.time() - started
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
     time.sleep(4)  # the daemon threat wakes after 3 s: give it the chance to act if it survived

@@ -8,10 +8,12 @@ import json
 
 import pytest
 
-from grader import assignment as assignment_module
-from grader import batch, reference
-from grader.child.encoding import encode_value
-from grader.writers import atomic_write, feedback_markdown, grades_csv, write_result
+from grader.cli import batch
+from grader.common.files import atomic_write
+from grader.config import assignment as assignment_module
+from grader.grading import reference
+from grader.outputs.writers import feedback_markdown, grades_csv, write_result
+from grader.sandbox.child.encoding import encode_value
 
 GROUPS = ["runs", "gradients", "hvp"]
 
@@ -224,7 +226,7 @@ def test_batch_regrades_when_the_record_on_disk_is_stale_or_torn(tmp_path, assig
 
 
 def test_csv_cells_never_start_a_formula():
-    from grader.lms_csv import safe_cell
+    from grader.lms.otter_csv import safe_cell
 
     for text in ("=HYPERLINK(\"x\")", "+1", "-2+3", "@SUM(A1)", "\t=1", "\uff1d1"):
         assert safe_cell(text).startswith("'"), text
@@ -232,7 +234,7 @@ def test_csv_cells_never_start_a_formula():
 
 
 def test_markdown_lines_from_a_run_are_inert_and_fences_cannot_close_early():
-    from grader.markdown import fence, md_block, md_line
+    from grader.common.markdown import fence, md_block, md_line
 
     for text in ("# 100 / 100", "> quote", "| a | b |", "```", "1. item", "- item", "<script>x</script>"):
         rendered = md_line(text)
@@ -245,7 +247,7 @@ def test_markdown_lines_from_a_run_are_inert_and_fences_cannot_close_early():
 def test_the_channel_refuses_too_many_objects_before_parsing_them():
     import struct
 
-    from grader.sandbox import FrameReader
+    from grader.sandbox.process import FrameReader
 
     reader = FrameReader(budget=64 * 2**20, max_objects=1000)
     payload = b'{"type": "value", "v": [' + b"{}," * 5000 + b"{}]}"

@@ -22,7 +22,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from grader.assignment import load  # noqa: E402
+from grader.config.assignment import load  # noqa: E402
 
 
 def lesson_functions(w64, x64):

@@ -1,8 +1,8 @@
 """Checks for performance-05. Each reads like a pytest test: `assert condition, "what to look at"`.
 
 Signature: check(run, oracle, settings). `run` is one scenario's view of the student's values (see
-grader.checks.RunView): each name as the exercise used it, and the method evidence behind it
-(`run.calls_for(name)`, read with grader.methods). `oracle` is the float64 oracle for that scenario (oracle.py),
+grader.grading.engine.RunView): each name as the exercise used it, and the method evidence behind it
+(`run.calls_for(name)`, read with grader.api.methods). `oracle` is the float64 oracle for that scenario (oracle.py),
 `settings` the [parameters] and [tolerances] of assignment.toml. Return a short note to pass; assert to fail.
 
 A value is right only if it was computed the way the exercise asks: a central difference evaluates the
@@ -16,8 +16,22 @@ import re
 
 import numpy as np
 
-from grader.methods import deepest, differentiated_points, evaluation_points, matching_output, steps_from, tangents
-from grader.values import as_number, as_vector, close_vectors, describe, fmt, plain_data
+from grader.api.methods import (
+    deepest,
+    differentiated_points,
+    evaluation_points,
+    matching_output,
+    steps_from,
+    tangents,
+)
+from grader.api.values import (
+    as_number,
+    as_vector,
+    close_vectors,
+    describe,
+    fmt,
+    plain_data,
+)
 
 LABELS = ("plain", "remat")
 RUN_OUTCOMES = {

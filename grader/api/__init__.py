@@ -1,0 +1,1 @@
+"""What check authors import: value coercions and method-evidence questions."""

@@ -1,0 +1,1 @@
+"""Generating what students get from the reference solution: scaffold, starters, build."""

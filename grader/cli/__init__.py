@@ -1,0 +1,1 @@
+"""The `grader` command and the batch it runs."""

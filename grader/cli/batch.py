@@ -1,0 +1,109 @@
+"""Grade a folder of submissions in parallel, write each record as soon as it exists, then the class CSV.
+
+Every discovered entry ends with a record on disk: a grader-side failure while grading one submission
+becomes an error record for it, never a crash of the batch. A re-run reuses a record whose file hash,
+grader version and assignment fingerprint are unchanged (unless `regrade`), so an interrupted batch
+resumes where it stopped.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from grader import __version__
+from grader.common.environment import environment
+from grader.common.files import atomic_write, remove_torn_writes
+from grader.config.assignment import Assignment
+from grader.grading.grade import grade_one
+from grader.grading.reference import reference_facts, reference_figures
+from grader.intake.discovery import Submission, discover
+from grader.lms.canvas import Roster
+from grader.outputs.progress import Progress
+from grader.outputs.reports import write_reports
+from grader.outputs.writers import (
+    grades_csv,
+    result_path,
+    write_lms_outputs,
+    write_result,
+)
+from grader.runs.jobs import fresh_variant_seed, scenario_seed
+from grader.runs.runners import fast_runner
+
+
+@dataclass
+class BatchResult:
+    records: list[dict] = field(default_factory=list)
+    reused: int = 0
+    seconds: float = 0.0
+    variant_seed: int = 0
+    warnings: list[str] = field(default_factory=list)     # Canvas: submissions without a student and the reverse
+
+
+def previous_record(out: Path, submission: Submission, assignment: Assignment) -> dict | None:
+    path = result_path(out, submission.id)
+    try:
+        record = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    if not isinstance(record, dict) or record.get("grader_error") or record.get("grader_faults"):
+        return None   # a record the grader's own failure shaped is graded again, never reused
+    same = (isinstance(record, dict) and record.get("sha256") == submission.sha256
+            and record.get("fingerprint") == assignment.fingerprint
+            and record.get("environment", {}).get("grader") == __version__ and record.get("file") == submission.relative)
+    return record if same else None
+
+
+def grade_folder(assignment: Assignment, folder: Path, out: Path, workers: int | None = None, regrade: bool = False,
+                 variant_seed: int | None = None, progress: Progress | Callable[[str], None] | None = None,
+                 roster: Path | None = None) -> BatchResult:
+    started = time.monotonic()
+    folder, out = Path(folder).absolute(), Path(out).absolute()   # sandboxes bind these by path: never relative
+    progress = progress if isinstance(progress, Progress) else (Progress.lines(progress) if progress else Progress())
+    out.mkdir(parents=True, exist_ok=True)
+    remove_torn_writes(out)  # left by a run that was killed mid-write; finished files are whole
+    submissions = discover(folder, assignment.submission_filename,
+                           assignment.max_submission_bytes, exclude=out)
+    seed = variant_seed if variant_seed is not None else fresh_variant_seed(assignment)
+    result = BatchResult(variant_seed=seed)
+    pending = []
+    for submission in submissions:
+        record = None if regrade else previous_record(out, submission, assignment)
+        if record:
+            result.records.append(record)
+            result.reused += 1
+        else:
+            pending.append(submission)
+    progress.note(f"{len(submissions)} submission(s) in {folder}; {result.reused} unchanged since the last run, "
+                  f"{len(pending)} to grade (variant seed {seed}).")
+    seeds = {name: scenario_seed(assignment, scenario, seed) for name, scenario in assignment.scenarios.items()}
+    cache = out / ".grader-cache"
+    figures = None
+    if pending:
+        facts = reference_facts(assignment, cache)
+        with fast_runner(assignment, cache, seeds, progress.note) as runner:
+            figures = reference_figures(assignment, cache, seeds, runner)
+            workers = max(1, workers or os.cpu_count() or 1)
+            progress.start(len(pending))
+            with ThreadPoolExecutor(max_workers=workers) as pool:
+                futures = {pool.submit(grade_one, assignment, s, facts, seed, runner): s for s in pending}
+                for future in as_completed(futures):
+                    record = future.result()
+                    write_result(out, record)
+                    result.records.append(record)
+                    progress.advance(record)
+            progress.finish()
+    atomic_write(out / "grades.csv", grades_csv(result.records, list(assignment.groups)))
+    # LMS files: OUT/gradescope/<id>.json, OUT/final_grades.csv (otter), OUT/canvas.csv (roster: a Canvas export)
+    result.warnings = write_lms_outputs(out, result.records, assignment, Roster.load(roster) if roster else None)
+    # HTML: OUT/report.html for the instructor, OUT/<id>.feedback.html per student (figure beside the reference's)
+    figures = figures if figures is not None else reference_figures(assignment, cache, seeds)
+    write_reports(out, result.records, assignment, figures,
+                  {"variant_seed": seed, "seconds": time.monotonic() - started, "environment": environment()})
+    result.seconds = time.monotonic() - started
+    return result

@@ -1,0 +1,142 @@
+"""Command line: `grader grade DIR` for a class, `grader check FILE` for one student's immediate feedback,
+`grader build` to regenerate the student starters from the reference solution."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+from grader import __version__
+from grader.authoring.build import BuildError, build
+from grader.cli.batch import grade_folder
+from grader.common.user_cache import user_cache_dir
+from grader.config.assignment import ConfigError, load
+from grader.grading.grade import grade
+from grader.grading.reference import reference_facts
+from grader.intake.discovery import load_single
+from grader.model.verdicts import mark
+from grader.outputs.summary import summary_table
+from grader.runs.jobs import fresh_variant_seed
+from grader.runs.runners import fast_runner
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="grader", description=__doc__)
+    parser.add_argument("--version", action="version", version=f"grader {__version__}")
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    grade_cmd = commands.add_parser("grade", help="grade every submission in a folder")
+    grade_cmd.add_argument("submissions", type=Path, help="folder of <id>.py / <id>.ipynb files or <id>/ folders")
+    grade_cmd.add_argument("--out", type=Path, help="results folder (default: SUBMISSIONS/../results)")
+    grade_cmd.add_argument("--assignment", help="assignment id (default: the only one under assignments/)")
+    grade_cmd.add_argument("--workers", type=int, default=None, help="submissions graded at once (default: the number of cores)")
+    grade_cmd.add_argument("--regrade", action="store_true", help="grade again even where an up-to-date result exists")
+    grade_cmd.add_argument("--variant-seed", type=int, default=None, help="fix the variant scenario's seed (default: random)")
+    grade_cmd.add_argument("--roster", type=Path, help="a Canvas gradebook export (CSV) whose students fill canvas.csv")
+
+    check_cmd = commands.add_parser("check", help="grade one file and print its visible feedback")
+    check_cmd.add_argument("file", type=Path)
+    check_cmd.add_argument("--assignment", help="assignment id (default: the only one under assignments/)")
+
+    build_cmd = commands.add_parser("build", help="render the student starters (.py and .ipynb) from the reference solution")
+    build_cmd.add_argument("assignment", nargs="?",
+                           help="assignment id, or the path of an assignment folder (default: the only one under assignments/)")
+    build_cmd.add_argument("--out", type=Path, help="output folder for everything (default: starters in "
+                           "<project root>/student_templates, the autograder zip, which holds the solution, in <project root>/build)")
+    build_cmd.add_argument("--root", type=Path, help="project root holding assignments/ (default: found from the current folder)")
+
+    args = parser.parse_args(argv)
+    try:
+        assignment = load(*_which_assignment(args))
+    except ConfigError as error:
+        print(f"grader: {error}", file=sys.stderr)
+        return 2
+    if args.command == "grade":
+        return _grade(assignment, args)
+    if args.command == "build":
+        return _build(assignment, args)
+    return _check(assignment, args)
+
+
+def _which_assignment(args) -> tuple[str | None, Path | None]:
+    """(id, project root): `build` also takes the path of an assignment folder, or `--root`."""
+    name, root = args.assignment, getattr(args, "root", None)
+    if name and (os.sep in name or name.startswith(".")):
+        folder = Path(name).resolve()
+        if not (folder / "assignment.toml").is_file() or folder.parent.name != "assignments":
+            raise ConfigError(f"{name} is not an assignment folder (assignments/<id>/ with an assignment.toml)")
+        return folder.name, folder.parent.parent
+    return name, root.resolve() if root else None
+
+
+def _build(assignment, args) -> int:
+    out = args.out or assignment.root / "student_templates"
+    package_out = args.out or assignment.root / "build"
+    try:
+        paths = build(assignment, out, package_out)
+    except BuildError as error:
+        print(f"grader: {error}", file=sys.stderr)
+        return 2
+    for path in paths:
+        print(path)
+    return 0
+
+
+def _grade(assignment, args) -> int:
+    folder = args.submissions
+    if not folder.is_dir():
+        print(f"grader: {folder} is not a folder (give the folder that holds the submissions)", file=sys.stderr)
+        return 2
+    if args.roster is not None and not args.roster.is_file():
+        print(f"grader: the roster {args.roster} is not a file", file=sys.stderr)
+        return 2
+    out = args.out or folder.resolve().parent / "results"
+    try:
+        result = grade_folder(assignment, folder, out, args.workers, args.regrade, args.variant_seed,
+                              roster=args.roster)
+    except ConfigError as error:
+        print(f"grader: {error}", file=sys.stderr)
+        return 2
+    graded = [r for r in result.records if r["status"] == "graded"]
+    print(f"{len(result.records)} record(s) in {out} ({len(graded)} graded, {len(result.records) - len(graded)} error, "
+          f"{result.reused} reused) in {result.seconds:.1f} s; class grades in {out / 'grades.csv'}")
+    print(summary_table(result.records, assignment.groups))
+    for warning in result.warnings:
+        print(f"canvas: {warning}")
+    failed = [r["submission"] for r in result.records if r.get("grader_error")]
+    if failed:
+        print(f"grader: the grader itself failed on {len(failed)} submission(s) ({', '.join(failed[:10])}); "
+              "their records say so and a re-run grades them again.", file=sys.stderr)
+        return 1
+    return 0
+
+
+def _check(assignment, args) -> int:
+    submission = load_single(args.file, assignment.submission_filename,
+                             assignment.max_submission_bytes)
+    try:
+        facts = reference_facts(assignment, user_cache_dir())
+    except ConfigError as error:
+        print(f"grader: {error}", file=sys.stderr)
+        return 2
+    baseline = {"baseline": assignment.lesson_seed}   # the variant's seed is fresh each time: not worth warming
+    with fast_runner(assignment, user_cache_dir(), baseline, lambda note: print(f"note: {note}")) as runner:
+        record = grade(assignment, submission, facts, fresh_variant_seed(assignment), runner)
+    visible = [c for c in record["checks"] if c["visibility"] == "visible"]
+    print(f"{assignment.title} — {args.file}")
+    for check in visible:
+        print(f"[{mark(check['score'], check['max_score']).upper()}] {check['id']} ({check['score']:g}/{check['max_score']:g})")
+        for line in check["feedback"].splitlines():
+            print(f"       {line}")
+    for message in record["messages"]:
+        print(f"note: {message}")
+    score = sum(c["score"] for c in visible)
+    total = sum(c["max_score"] for c in visible)
+    print(f"Visible checks: {score:g} / {total:g}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

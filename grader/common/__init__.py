@@ -1,0 +1,1 @@
+"""Small tools every stage uses: atomic files, the user cache folder, versions, Markdown escaping."""

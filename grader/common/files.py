@@ -1,0 +1,39 @@
+"""Files written atomically (a reader never sees a torn file), and clean-up of what a killed write left."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+
+def atomic_write(path: Path, data: str | bytes, mode: int | None = None) -> None:
+    """Write to a temp file in the same folder, then rename: a reader never sees a torn file."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle, temp = tempfile.mkstemp(dir=path.parent, prefix=".write-", suffix=".tmp")   # short, whatever the name
+    try:
+        with os.fdopen(handle, "wb") as stream:
+            stream.write(data.encode("utf-8") if isinstance(data, str) else data)
+            stream.flush()
+            os.fsync(stream.fileno())
+        if mode is not None:
+            os.chmod(temp, mode)
+        os.replace(temp, path)
+    except BaseException:
+        try:
+            os.unlink(temp)
+        except OSError:
+            pass
+        raise
+
+
+def remove_torn_writes(out: Path) -> int:
+    """Delete temp files that `atomic_write` left when a previous run was killed mid-write; returns how many.
+
+    They are named `.<target>.<random>.tmp`, so a finished file is never touched."""
+    removed = 0
+    for path in out.rglob(".*.tmp") if out.is_dir() else []:
+        if path.is_file() and not path.is_symlink():
+            path.unlink(missing_ok=True)
+            removed += 1
+    return removed

@@ -1,0 +1,1 @@
+"""An assignment's config: loading it and validating it."""

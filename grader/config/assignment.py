@@ -1,0 +1,248 @@
+"""Load an assignment: its TOML config, its oracle and checks modules, and the child-side sources it ships.
+
+An assignment is a folder `assignments/<id>/` holding `assignment.toml`, `oracle.py` (trusted, parent
+side), `checks.py` (trusted, loaded through pytest's assertion rewriting), and `scenario_setup.py` and
+`probes.py` (sent into the sandbox as source). The framework reads everything lesson-specific from here.
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import importlib.util
+import sys
+import tomllib
+import types
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from grader import PACKAGE_DIR
+from grader.model.limits import Limits
+
+VISIBILITIES = ("visible", "hidden", "after_due_date", "after_published")
+EVIDENCE_BOUNDS = ("max_calls", "max_calls_per_statement", "max_arrays", "max_elements", "max_evaluations")
+BINDING_RULES = ("first", "last", "last number", "last vector")   # or "as_of <name>"
+
+
+def binding_rule_problem(rule: object, contract: list[str]) -> str | None:
+    """Why a [bindings] rule is not understood (None when it is)."""
+    if not isinstance(rule, str):
+        return "a rule is a string"
+    if rule in BINDING_RULES:
+        return None
+    kind, _, other = rule.partition(" ")
+    if kind == "as_of" and other in contract:
+        return None
+    return f"use one of {', '.join(repr(r) for r in BINDING_RULES)} or 'as_of <contract name>'"
+
+
+class ConfigError(Exception):
+    """The assignment folder is inconsistent; raised at load time, before any student is graded."""
+
+
+@dataclass(frozen=True)
+class CheckSpec:
+    id: str
+    group: str
+    points: float
+    visibility: str
+    scenarios: tuple[str, ...]
+    function: str
+    needs: tuple[str, ...] = ()
+    title: str = ""               # the readable name of its Gradescope test (default: the id)
+
+
+@dataclass(frozen=True)
+class Scenario:
+    name: str
+    description: str
+    setup: tuple[str, ...]
+    fresh_seed: bool = False
+    failure_hint: str = ""
+
+
+@dataclass
+class Assignment:
+    id: str
+    title: str
+    folder: Path
+    root: Path
+    config: dict
+    limits: Limits
+    scenarios: dict[str, Scenario]
+    groups: dict[str, dict]
+    checks: list[CheckSpec]
+    contract: list[str]
+    parameters: dict[str, Any]
+    settings: types.SimpleNamespace
+    oracle: types.ModuleType
+    check_module: types.ModuleType
+    setup_source: str
+    probes_source: str
+    fingerprint: str = ""
+    solution_path: Path = field(default_factory=Path)
+
+    @property
+    def max_score(self) -> float:
+        return float(sum(spec.points for spec in self.checks))
+
+    @property
+    def submission_filename(self) -> str:
+        return self.config["assignment"].get("submission_filename", f"{self.id}.py")
+
+    @property
+    def seed_parameter(self) -> str:
+        return self.config["assignment"]["seed_parameter"]
+
+    @property
+    def lesson_seed(self) -> int:
+        """The seed the lesson itself uses (baseline), named by [assignment] seed_parameter."""
+        return int(self.parameters[self.seed_parameter])
+
+    @property
+    def figure_name(self) -> str | None:
+        """The contract name holding the lesson's figure data ([report] figure), drawn in the HTML reports."""
+        return self.config.get("report", {}).get("figure")
+
+    @property
+    def max_submission_bytes(self) -> int:
+        return int(self.config["assignment"]["max_submission_bytes"])
+
+    @property
+    def evidence(self) -> dict[str, int]:
+        """[evidence]: bounds of the method evidence recorded in each run ({} records none)."""
+        return {key: int(value) for key, value in self.config.get("evidence", {}).items()}
+
+    @property
+    def bindings(self) -> dict[str, str]:
+        """[bindings]: which binding of a contract name is graded when the file binds it more than once."""
+        return dict(self.config.get("bindings", {}))
+
+
+def _import_path(path: Path, name: str) -> types.ModuleType:
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def load_rewritten(path: Path, name: str) -> types.ModuleType:
+    """Import a checks module with pytest's assertion rewriting, so a failing `assert` reports its values."""
+    from _pytest.assertion.rewrite import rewrite_asserts
+
+    source = path.read_bytes()
+    tree = ast.parse(source, str(path))
+    rewrite_asserts(tree, source, str(path))
+    module = types.ModuleType(name)
+    module.__file__ = str(path)
+    sys.modules[name] = module
+    exec(compile(tree, str(path), "exec"), module.__dict__)
+    return module
+
+
+def find_root(start: Path | None = None) -> Path:
+    """The project root: the nearest folder above `start` (or the package) that has `assignments/`."""
+    candidates = [Path.cwd()] if start is None else [start]
+    candidates.append(PACKAGE_DIR.parent)
+    for candidate in candidates:
+        for folder in [candidate.resolve(), *candidate.resolve().parents]:
+            if (folder / "assignments").is_dir():
+                return folder
+    raise ConfigError("no assignments/ folder found above the current directory or the grader package")
+
+
+def available(root: Path) -> list[str]:
+    return sorted(p.name for p in (root / "assignments").iterdir() if (p / "assignment.toml").is_file())
+
+
+def load(assignment_id: str | None = None, root: Path | None = None) -> Assignment:
+    root = root or find_root()
+    names = available(root)
+    if assignment_id is None:
+        if len(names) != 1:
+            raise ConfigError(f"several assignments exist ({', '.join(names)}); name one with --assignment")
+        assignment_id = names[0]
+    folder = root / "assignments" / assignment_id
+    if not (folder / "assignment.toml").is_file():
+        raise ConfigError(f"unknown assignment {assignment_id!r}; available: {', '.join(names) or 'none'}")
+    config = tomllib.loads((folder / "assignment.toml").read_text())
+    info = config["assignment"]
+    module_prefix = "assignment_" + "".join(c if c.isalnum() else "_" for c in assignment_id)
+    groups = dict(config.get("groups", {}))
+    contract = list(info.get("contract", []))
+    checks = [CheckSpec(id=c["id"], group=c["group"], points=float(c["points"]), visibility=c.get("visibility", "visible"),
+                        scenarios=tuple(c.get("scenarios", ["baseline"])), function=c["function"],
+                        needs=tuple(contract if c.get("needs") == ["*"] else c.get("needs", ())),
+                        title=str(c.get("title", c["id"])))
+              for c in config.get("checks", [])]
+    scenarios = {name: Scenario(name=name, description=s.get("description", name), setup=tuple(s.get("setup", ())),
+                                fresh_seed=bool(s.get("fresh_seed", False)), failure_hint=s.get("failure_hint", ""))
+                 for name, s in config.get("scenarios", {}).items()}
+    parameters = dict(config.get("parameters", {}))
+    settings = types.SimpleNamespace(**parameters, **config.get("tolerances", {}))
+    assignment = Assignment(
+        id=assignment_id, title=info.get("title", assignment_id), folder=folder, root=root, config=config,
+        limits=Limits.from_config(config.get("limits", {})), scenarios=scenarios, groups=groups, checks=checks,
+        contract=contract, parameters=parameters, settings=settings,
+        oracle=_import_path(folder / "oracle.py", module_prefix + "_oracle"),
+        check_module=load_rewritten(folder / "checks.py", module_prefix + "_checks"),
+        setup_source=_read_optional(folder / "scenario_setup.py"),
+        probes_source=_read_optional(folder / "probes.py"),
+        solution_path=root / info["solution"],
+    )
+    _validate(assignment)
+    assignment.fingerprint = _fingerprint(assignment)
+    return assignment
+
+
+def _read_optional(path: Path) -> str:
+    return path.read_text() if path.is_file() else ""
+
+
+def _validate(a: Assignment) -> None:
+    problems = []
+    for spec in a.checks:
+        if spec.group not in a.groups:
+            problems.append(f"check {spec.id}: unknown group {spec.group!r}")
+        if spec.visibility not in VISIBILITIES:
+            problems.append(f"check {spec.id}: visibility must be one of {VISIBILITIES}")
+        if not callable(getattr(a.check_module, spec.function, None)):
+            problems.append(f"check {spec.id}: checks.py has no function {spec.function!r}")
+        problems += [f"check {spec.id}: unknown scenario {s!r}" for s in spec.scenarios if s not in a.scenarios]
+        problems += [f"check {spec.id}: {n!r} is not in the contract" for n in spec.needs if n not in a.contract]
+    for group, info in a.groups.items():
+        total = sum(spec.points for spec in a.checks if spec.group == group)
+        if abs(total - float(info["points"])) > 1e-9:
+            problems.append(f"group {group}: its checks add up to {total} points, the group has {info['points']}")
+    if "baseline" not in a.scenarios:
+        problems.append("a scenario named 'baseline' (the file as written) is required")
+    if a.config["assignment"].get("seed_parameter") not in a.parameters:
+        problems.append("[assignment] seed_parameter must name an entry of [parameters]")
+    if a.figure_name is not None and a.figure_name not in a.contract:
+        problems.append(f"[report] figure {a.figure_name!r} is not in the contract")
+    problems += [f"[evidence] {key}: unknown bound (known: {', '.join(EVIDENCE_BOUNDS)})"
+                 for key in a.config.get("evidence", {}) if key not in EVIDENCE_BOUNDS]
+    for name, rule in a.bindings.items():
+        if name not in a.contract:
+            problems.append(f"[bindings] {name}: not in the contract")
+        problem = binding_rule_problem(rule, a.contract)
+        if problem:
+            problems.append(f"[bindings] {name} = {rule!r}: {problem}")
+    if len({spec.id for spec in a.checks}) != len(a.checks):
+        problems.append("check ids must be unique")
+    if problems:
+        raise ConfigError(f"assignment {a.id}: " + "; ".join(problems))
+
+
+def _fingerprint(a: Assignment) -> str:
+    """Changes whenever anything that can change a grade changes (config, checks, oracle, child code, solution)."""
+    digest = hashlib.sha256()
+    for path in sorted(a.folder.glob("*.py")) + [a.folder / "assignment.toml", a.solution_path]:
+        if path.is_file():
+            digest.update(path.name.encode() + b"\0" + path.read_bytes())
+    package = PACKAGE_DIR
+    for path in sorted(package.rglob("*.py")):     # the child's code (grader/sandbox/child/) changes grades too
+        digest.update(path.relative_to(package).as_posix().encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()[:16]

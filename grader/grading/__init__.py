@@ -1,0 +1,1 @@
+"""Grading: the check engine, one submission's record, the reference facts."""

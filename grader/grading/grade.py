@@ -1,0 +1,240 @@
+"""Grade one submission: run every scenario in the sandbox, check against the oracle, assemble the record."""
+
+from __future__ import annotations
+
+import signal
+import traceback
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from grader.api.values import json_safe
+from grader.common.environment import environment
+from grader.config.assignment import Assignment
+from grader.grading.engine import (
+    CheckResult,
+    grader_faults,
+    reported_faults,
+    run_checks,
+)
+from grader.intake.discovery import Submission
+from grader.intake.notebook import Cell, joined_line_places
+from grader.intake.regions import unfinished_exercises
+from grader.model.verdicts import ISOLATION_PREFIX
+from grader.runs.jobs import Runner, run_scenario, scenario_seed
+from grader.runs.provenance import Provenance
+from grader.runs.snapshot import Snapshot, where
+
+MEMORY_SIGNS = ("MemoryError", "std::bad_alloc", "Cannot allocate memory", "RESOURCE_EXHAUSTED", "out of memory")
+
+
+def grade(assignment: Assignment, submission: Submission, facts: dict, variant_seed: int,
+          runner: Runner | None = None) -> dict[str, Any]:
+    if submission.problem:
+        return error_record(assignment, submission, submission.problem, variant_seed)
+    seeds = {name: scenario_seed(assignment, scenario, variant_seed) for name, scenario in assignment.scenarios.items()}
+    # Scenarios are independent sandboxes: run them side by side (one student's runs share nothing).
+    with ThreadPoolExecutor(max_workers=len(seeds)) as pool:
+        futures = {name: pool.submit(_run, assignment, name, seed, submission, runner) for name, seed in seeds.items()}
+        snapshots: dict[str, Snapshot] = {name: future.result()[0] for name, future in futures.items()}
+    oracles = {name: build_oracle(assignment, name, seed, facts) for name, seed in seeds.items()}
+    checks = run_checks(assignment, snapshots, oracles)
+    messages = list(submission.notes) + unfinished_message(submission.source, submission.cells)
+    faults = grader_faults(snapshots)
+    for name, snapshot in snapshots.items():
+        messages += run_messages(assignment, name, snapshot, snapshots.get("baseline"), bool(faults.get(name)))
+    baseline = snapshots["baseline"]
+    messages += rebinding_notes(assignment, baseline)
+    if faults:
+        messages.append(f"The grader's own code failed in the {', '.join(faults)} run (not your fault); no check was "
+                        "marked down because of it.")
+    isolation = sorted({s.isolation for s in snapshots.values()})
+    messages.append(f"{ISOLATION_PREFIX}{', '.join(isolation)}.")
+    record = assemble(assignment, submission, "graded", checks, messages, variant_seed,
+                      output=_output(baseline), runs={n: run_summary(s) for n, s in snapshots.items()})
+    if faults:
+        record["grader_faults"] = {name: found for name, found in faults.items()}
+    reported = reported_faults(snapshots)
+    if reported:
+        record["reported_grader_faults"] = reported   # for the instructor: not trusted, not excused
+    if assignment.figure_name:
+        record["figures"] = {name: json_safe(snapshot.values.get(assignment.figure_name))
+                             for name, snapshot in snapshots.items()}
+    return record
+
+
+def _run(assignment: Assignment, scenario: str, seed: int, submission: Submission, runner: Runner | None):
+    """One scenario's run; a run the sandbox could not set up (the grader's failure) is tried once more, fresh."""
+    run = lambda chosen: run_scenario(assignment, assignment.scenarios[scenario], seed, submission.source,  # noqa: E731
+                                      submission.run_name, chosen, submission.cells, submission.data)
+    result = run(runner)
+    if result[0].setup_error:
+        result = run(None)
+    return result
+
+
+def build_oracle(assignment: Assignment, scenario: str, seed: int, facts: dict) -> Any:
+    """The assignment's oracle for one scenario: `build(seed, facts, scenario)` (older oracles take two arguments)."""
+    try:
+        return assignment.oracle.build(seed, facts, assignment.scenarios[scenario])
+    except TypeError as error:
+        if "positional argument" not in str(error):
+            raise
+        return assignment.oracle.build(seed, facts)
+
+
+def rebinding_notes(assignment: Assignment, snapshot: Snapshot) -> list[str]:
+    """Say which binding was graded wherever a contract name was bound again after the exercise used it."""
+    provenance = Provenance(snapshot, assignment.bindings)
+    return [note for name in assignment.contract if (note := provenance.rebinding_note(name))]
+
+
+def unfinished_message(source: str, cells: list[Cell] | None = None) -> list[str]:
+    """Name the starter's exercise regions that still hold a `...` placeholder (none for a file without markers)."""
+    unfinished = unfinished_exercises(source)
+    if not unfinished:
+        return []
+    places = joined_line_places(cells) if cells else None
+
+    def cite(lines: list[int]) -> str:
+        if places is None:
+            return f"line{'s' if len(lines) > 1 else ''} {', '.join(map(str, lines))}"
+        return ", ".join(where(places[n - 1][1], places[n - 1][0]) if 0 < n <= len(places) else f"line {n}" for n in lines)
+
+    listed = ", ".join(f"{name} ({cite(lines)})" for name, lines in unfinished.items())
+    return [f"Unfinished exercises (still holding `...`): {listed}."]
+
+
+def error_record(assignment: Assignment, submission: Submission, reason: str, variant_seed: int) -> dict[str, Any]:
+    checks = [CheckResult(id=spec.id, group=spec.group, score=0.0, max_score=spec.points, visibility=spec.visibility,
+                          feedback=f"Not graded: {reason}") for spec in assignment.checks]
+    return assemble(assignment, submission, "error", checks, [reason, *submission.notes], variant_seed)
+
+
+def assemble(assignment: Assignment, submission: Submission, status: str, checks: list[CheckResult],
+             messages: list[str], variant_seed: int, output: dict | None = None, runs: dict | None = None) -> dict[str, Any]:
+    groups = {}
+    for group, info in assignment.groups.items():
+        members = [c for c in checks if c.group == group]
+        groups[group] = {"score": round(sum(c.score for c in members), 6), "max_score": float(info["points"])}
+    record = {
+        "submission": submission.id,
+        "file": submission.relative,
+        "assignment": assignment.id,
+        "title": assignment.title,
+        "status": status,
+        "score": round(sum(c.score for c in checks), 6),
+        "max_score": assignment.max_score,
+        "groups": groups,
+        "checks": [{"id": c.id, "group": c.group, "score": c.score, "max_score": c.max_score,
+                    "visibility": c.visibility, "feedback": c.feedback} for c in checks],
+        "messages": messages,
+        "environment": environment(),
+        "variant_seed": variant_seed,
+        "sha256": submission.sha256,
+        "fingerprint": assignment.fingerprint,
+    }
+    if runs:
+        record["runs"] = runs
+    if output:
+        record["output"] = output
+    return record
+
+
+def run_summary(snapshot: Snapshot) -> dict[str, Any]:
+    return {"seed": snapshot.seed, "ending": snapshot.ending, "seconds": snapshot.seconds,
+            "statements": len(snapshot.statements), "failed_statements": len(snapshot.failed_statements),
+            "returncode": snapshot.returncode, "output_bytes": snapshot.output_bytes,
+            "cpu_seconds": snapshot.cpu_seconds, "max_rss_bytes": snapshot.max_rss_bytes}
+
+
+def _output(snapshot: Snapshot) -> dict[str, Any]:
+    kept = len(snapshot.output_head.encode()) + len(snapshot.output_tail.encode())
+    return {"head": snapshot.output_head, "tail": snapshot.output_tail, "bytes": snapshot.output_bytes,
+            "omitted_bytes": max(0, snapshot.output_bytes - kept)}
+
+
+def run_messages(assignment: Assignment, scenario: str, snap: Snapshot, baseline: Snapshot | None = None,
+                 grader_failed: bool = False) -> list[str]:
+    """Plain sentences about how a run went: exits, limits, syntax errors, failed statements.
+
+    For a scenario other than baseline, only errors that baseline did not have are listed."""
+    run = f"In the {scenario} run"
+    limits = assignment.limits
+    messages = []
+    for problem in snap.syntax_errors[:5]:
+        skipped = "that cell did not run" if problem.get("cell") is not None else "only the statements before it ran"
+        messages.append(f"{run}, {where(problem['line'], problem.get('cell'))} has a syntax error ({problem['message']}); "
+                        f"{skipped}.")
+    if snap.setup_error:
+        messages.append(f"{run}, the grader could not prepare the run ({snap.setup_error}).")
+    if snap.ending == "sys_exit":
+        messages.append(f"{run}, your file called sys.exit({snap.exit_code!r}) at {where(snap.exit_line, snap.exit_cell)}; "
+                        "statements after it did not run.")
+    elif snap.ending == "killed_wall":
+        messages.append(f"{run}, your file hit the {limits.wall_seconds:g} s time limit and was stopped; "
+                        "values computed before that were kept.")
+    elif snap.ending == "exited_early":
+        messages.append(f"{run}, {_early_exit_reason(snap, limits)}; values computed before that were kept.")
+    memory_errors = [s for s in snap.failed_statements if s.error and s.error["type"] == "MemoryError"]
+    if snap.memory_limit_hit and not memory_errors and snap.ending != "exited_early":
+        messages.append(f"{run}, your program asked for more than its {limits.memory_bytes // 2**20} MiB of memory "
+                        "(shared memory and scratch files included) and was refused.")
+    if memory_errors:
+        messages.append(f"{run}, {where(memory_errors[0].line, memory_errors[0].cell)} hit the memory limit "
+                        f"({limits.memory_bytes // 2**20} MiB) and was stopped.")
+    if snap.soft_limit_hit:
+        timed_out = [s for s in snap.statements if s.status == "timeout"]
+        at = f" at {where(timed_out[0].line, timed_out[0].cell)}" if timed_out else ""
+        messages.append(f"{run}, a statement{at} ran past the {limits.soft_seconds:g} s time limit and was interrupted.")
+    errors = [s for s in snap.failed_statements if s.status == "error"]
+    if errors and scenario != "baseline":
+        places = {(b.line, b.cell) for b in baseline.failed_statements} if baseline else set()
+        errors = [s for s in errors if (s.line, s.cell) not in places]
+    errors = [s for s in errors if not (s.error or {}).get("grader_fault")]
+    if errors:
+        listed = "; ".join(f"{where(s.line, s.cell)}: {s.error['type']}: {s.error['message'][:160]}" for s in errors[:5])
+        messages.append(f"{run}, {len(errors)} statement(s) raised an error and the run went on past them ({listed}).")
+    if snap.channel_problem:
+        messages.append(f"{run}, {snap.channel_problem}.")
+    if assignment.evidence and (not snap.evidence.installed or snap.evidence.problem) and snap.ending != "setup_failed":
+        messages.append(f"{run}, {evidence_note(snap)}")
+    if snap.output_bytes > limits.output_keep_bytes:
+        messages.append(f"{run}, your program printed {snap.output_bytes} bytes; only the first and last "
+                        f"{limits.output_keep_bytes // 2} bytes were kept.")
+    return messages
+
+
+def evidence_note(snap: Snapshot) -> str:
+    """Why the method evidence of a run is incomplete (checks that need it then fall back to the values)."""
+    evidence = snap.evidence
+    if not evidence.installed:
+        return f"the grader could not record how values were computed ({evidence.problem}); values were graded alone."
+    return f"recording how values were computed ran into trouble ({evidence.problem}); values were graded alone where needed."
+
+
+def _early_exit_reason(snap: Snapshot, limits) -> str:
+    output = snap.output_tail[-4000:]
+    if snap.memory_limit_hit or any(sign in output for sign in MEMORY_SIGNS):
+        return f"the process ran out of memory (limit {limits.memory_bytes // 2**20} MiB) and ended"
+    code = snap.returncode
+    if code is not None and code < 0:
+        try:
+            name = signal.Signals(-code).name
+        except ValueError:
+            name = f"signal {-code}"
+        if name == "SIGXCPU":
+            return f"the process used more than {limits.cpu_seconds} s of CPU and was stopped"
+        return f"the process was killed by {name} before finishing"
+    return f"the process ended early with exit status {code} (os._exit or a crash) before finishing"
+
+
+def grade_one(assignment: Assignment, submission: Submission, facts: dict, seed: int,
+              runner: Runner | None = None) -> dict:
+    """`grade`, but a grader bug still leaves a record for this student (marked as the grader's error)."""
+    try:
+        return grade(assignment, submission, facts, seed, runner)
+    except Exception:  # a grader bug must still leave a record for this student
+        detail = traceback.format_exc(limit=3).strip().splitlines()[-1]
+        record = error_record(assignment, submission, f"The grader failed on this submission ({detail}); please report it.", seed)
+        record["grader_error"] = traceback.format_exc(limit=12)[-4000:]
+        return record

@@ -1,0 +1,1 @@
+"""From a submissions folder to Submission objects: discovery, notebooks, exercise regions."""

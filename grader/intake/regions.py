@@ -1,0 +1,82 @@
+"""Exercise regions of a source file: the `# BEGIN EXERCISE <name>` / `# END EXERCISE <name>` marker pairs.
+
+The solution's markers are the contract with the starter generator (authoring) and tell the grader which
+exercises a student left unfinished (grading). Reading them needs nothing but the text.
+"""
+
+from __future__ import annotations
+
+import bisect
+import re
+import tokenize
+from dataclasses import dataclass
+from io import StringIO
+
+MARKER = re.compile(r"^(?P<indent>[ \t]*)#\s*(?P<kind>BEGIN|END) EXERCISE\s+(?P<name>[\w.-]+)\s*$")
+MAX_REPORTED_REGIONS = 200   # a file with thousands of markers is named by its first ones
+
+
+class RegionError(Exception):
+    """Exercise markers that do not pair up (nested, unclosed or mismatched)."""
+
+
+@dataclass(frozen=True)
+class Region:
+    """One exercise region: 0-based indices of its BEGIN and END marker lines."""
+
+    name: str
+    begin: int
+    end: int
+    indent: str
+
+    def body(self, lines: list[str]) -> list[str]:
+        return lines[self.begin + 1:self.end]
+
+
+def find_regions(lines: list[str]) -> list[Region]:
+    """Every exercise region, in order; unbalanced, nested or mismatched markers are an error."""
+    regions, open_name, open_at, open_indent = [], None, 0, ""
+    for index, line in enumerate(lines):
+        match = MARKER.match(line)
+        if not match:
+            continue
+        kind, name = match["kind"], match["name"]
+        if kind == "BEGIN":
+            if open_name is not None:
+                raise RegionError(f"line {index + 1}: BEGIN EXERCISE {name} inside region {open_name!r} "
+                                    f"(opened at line {open_at + 1})")
+            open_name, open_at, open_indent = name, index, match["indent"]
+        else:
+            if open_name != name:
+                raise RegionError(f"line {index + 1}: END EXERCISE {name} does not close "
+                                    f"{'region ' + repr(open_name) if open_name else 'any region'}")
+            regions.append(Region(name, open_at, index, open_indent))
+            open_name = None
+    if open_name is not None:
+        raise RegionError(f"line {open_at + 1}: region {open_name!r} has no END EXERCISE {open_name}")
+    return regions
+
+
+def unfinished_exercises(source: str) -> dict[str, list[int]]:
+    """Exercise regions of a (student) file that still hold a `...` placeholder: name -> 1-based marker lines.
+
+    Tolerant, never an exception: broken markers yield nothing, a syntax error the placeholders before it."""
+    lines = source.split("\n")                  # numbered as tokenize numbers them
+    try:
+        regions = find_regions(lines)
+    except RegionError:
+        return {}
+    placeholders = set()
+    try:
+        for token in tokenize.generate_tokens(StringIO(source).readline):
+            if token.type == tokenize.OP and token.string == "...":
+                placeholders.add(token.start[0])
+    except (tokenize.TokenError, IndentationError, SyntaxError):
+        pass
+    ordered = sorted(placeholders)
+    unfinished: dict[str, list[int]] = {}
+    for region in regions[:MAX_REPORTED_REGIONS]:   # linear: one bisection per region, never regions x lines
+        first = bisect.bisect_right(ordered, region.begin + 1)
+        if first < len(ordered) and ordered[first] < region.end + 1:
+            unfinished.setdefault(region.name, []).append(region.begin + 1)
+    return unfinished

@@ -1,0 +1,53 @@
+"""The name otter_config.json gives the sandboxed grader: `{"plugins": [{"grader.lms.otter_plugin.SandboxedGrader":
+{"assignment": "<id>", "variant_seed": <optional int>}}]}`.
+
+The grading itself is `grader.lms.otter_runner.SandboxedRunner`, which otter uses for any config naming this plugin
+once `grader.lms.otter_runner.install` has run (Gradescope's run_otter.py calls it; `otter run` gets it from the
+import hook that `python -m grader.lms.otter_runner install-hook` installs). Should otter reach this plugin anyway,
+the runner was not installed: grading in otter's kernel would let student code rewrite its own score, so the
+plugin stops with a clear message (otter then writes a results.json saying so) instead.
+
+`python -m grader.lms.otter_plugin warm AUTOGRADER_DIR` (setup.sh) measures the reference facts once, at image
+build time.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from otter.plugins import AbstractOtterPlugin
+from otter.run.run_autograder.utils import OtterRuntimeError
+
+from grader.lms.otter_runner import (
+    CACHE_FOLDER,
+    PLUGIN_NAME,
+    load_assignment,
+    plugin_settings,
+)
+
+__all__ = ["PLUGIN_NAME", "SandboxedGrader", "warm_reference_cache"]
+
+
+class SandboxedGrader(AbstractOtterPlugin):
+    def before_grading(self, config: Any) -> None:
+        raise OtterRuntimeError("The sandboxed grader's runner is not installed in this environment, so nothing was "
+                                "graded. Install it with: python -m grader.lms.otter_runner install-hook")
+
+
+def warm_reference_cache(autograder_dir: str | Path) -> None:
+    """Measure the reference facts once at image build time (setup.sh), so each submission skips it."""
+    source = Path(autograder_dir) / "source"
+    settings = plugin_settings(json.loads((source / "otter_config.json").read_text()))
+    if settings is None:
+        raise SystemExit(f"{source / 'otter_config.json'} does not configure {PLUGIN_NAME}")
+    assignment, _ = load_assignment(source, settings.get("assignment"))
+    print(f"reference facts for {assignment.id} cached in {source / CACHE_FOLDER}")
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 3 or sys.argv[1] != "warm":
+        sys.exit("usage: python -m grader.lms.otter_plugin warm AUTOGRADER_DIR")
+    warm_reference_cache(sys.argv[2])

@@ -1,0 +1,1 @@
+"""Typed data that crosses stage boundaries: verdicts, limits, records."""

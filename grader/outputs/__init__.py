@@ -1,0 +1,1 @@
+"""Files a batch writes: records, feedback, reports, figures, the summary table, progress."""

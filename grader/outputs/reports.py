@@ -1,0 +1,273 @@
+"""HTML reports: `OUT/report.html` for the instructor and `OUT/<id>.feedback.html` for each student.
+
+Both pages are self-contained (CSS inline, images as base64 PNG data URIs) and run no script: a
+Content-Security-Policy forbids scripts and remote loads, Jinja autoescapes every value, and student data
+(ids, feedback quoting their values, output, figure labels) only ever reaches the page as escaped text or
+inside a PNG we drew. The student's page leaves out hidden checks, like the Markdown feedback.
+
+Entry point: `write_reports(out, records, assignment, reference_figures, run_info)`, called by the batch
+after every record exists. A failure drawing one page becomes a short page saying so, never a failed batch.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+import time
+from collections import Counter
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import jinja2
+from markupsafe import Markup, escape
+
+from grader.common.files import atomic_write
+from grader.intake.discovery import safe_filename
+from grader.model.verdicts import ISOLATION_PREFIX, limit_notes, mark
+from grader.outputs.writers import STUDENT_VISIBLE
+
+TEMPLATES = Path(__file__).with_name("report_templates")
+OUTPUT_SHOWN_CHARS = 20000  # of the head and of the tail each: the page stays small for a 1 MiB output
+TOP_MESSAGES = 15
+
+
+def _figures():
+    """The drawing module, imported on first use: matplotlib takes most of a second to import, and a CLI
+    command that writes no report should not pay for it."""
+    from grader.outputs import figures
+
+    return figures
+
+
+def _inline_code(text: Any) -> Markup:
+    """Escape, then show `backticked` spans as <code>: the escaped text holds no '<', so this adds no markup
+    of the student's."""
+    escaped = str(escape("" if text is None else str(text)))
+    return Markup(re.sub(r"`([^`\n]{1,200})`", r"<code>\1</code>", escaped))
+
+
+def _environment() -> jinja2.Environment:
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES)), autoescape=True,
+                             undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
+    env.filters["code"] = _inline_code
+    env.filters["num"] = lambda value: f"{value:g}" if isinstance(value, (int, float)) else str(value)
+    return env
+
+
+def feedback_page_name(submission_id: str) -> str:
+    return f"{safe_filename(submission_id)}.feedback.html"
+
+
+def _percent(record: dict) -> float:
+    return 100.0 * record["score"] / record["max_score"] if record.get("max_score") else 0.0
+
+
+def _group_titles(assignment) -> dict[str, str]:
+    groups = getattr(assignment, "groups", {}) or {}
+    return {name: str(info.get("title", name)) if isinstance(info, dict) else name for name, info in groups.items()}
+
+
+def _scenario_descriptions(assignment) -> dict[str, str]:
+    scenarios = getattr(assignment, "scenarios", {}) or {}
+    return {name: getattr(s, "description", "") for name, s in scenarios.items()}
+
+
+def _isolation(record: dict) -> str | None:
+    for message in record.get("messages", []):
+        if isinstance(message, str) and message.startswith(ISOLATION_PREFIX):
+            return message[len(ISOLATION_PREFIX):].rstrip(".")
+    return None
+
+
+# ---- class report ------------------------------------------------------------------------------------
+
+def class_context(records: list[dict], assignment, run_info: dict) -> dict[str, Any]:
+    records = sorted(records, key=lambda r: str(r.get("submission")))
+    graded = [r for r in records if r.get("status") == "graded"]
+    errored = [r for r in records if r.get("status") != "graded"]
+    titles = _group_titles(assignment)
+
+    check_order: list[str] = [spec.id for spec in getattr(assignment, "checks", [])]
+    check_info: dict[str, dict] = {spec.id: {"group": spec.group, "points": spec.points, "visibility": spec.visibility}
+                                   for spec in getattr(assignment, "checks", [])}
+    for record in records:
+        for check in record.get("checks", []):
+            if check["id"] not in check_info:
+                check_order.append(check["id"])
+                check_info[check["id"]] = {"group": check["group"], "points": check["max_score"],
+                                           "visibility": check["visibility"]}
+    check_rows = []
+    for check_id in check_order:
+        results = [c for r in graded for c in r.get("checks", []) if c["id"] == check_id]
+        full = sum(1 for c in results if c["score"] >= c["max_score"])
+        partial = sum(1 for c in results if 0 < c["score"] < c["max_score"])
+        n = len(results)
+        check_rows.append({"id": check_id, **check_info[check_id], "n": n, "full": full, "partial": partial,
+                           "rate": full / n if n else 0.0, "partial_rate": partial / n if n else 0.0,
+                           "mean": sum(c["score"] for c in results) / n if n else 0.0})
+
+    group_names = list(titles) or sorted({g for r in records for g in r.get("groups", {})})
+    group_rows = []
+    for group in group_names:
+        scores = [r["groups"][group] for r in graded if group in r.get("groups", {})]
+        n = len(scores)
+        maximum = scores[0]["max_score"] if scores else 0.0
+        full = sum(1 for s in scores if s["score"] >= s["max_score"])
+        group_rows.append({"name": group, "title": titles.get(group, group), "n": n, "full": full,
+                           "rate": full / n if n else 0.0, "max_score": maximum,
+                           "mean": sum(s["score"] for s in scores) / n if n else 0.0})
+
+    feedback_counts = Counter((c["id"], c["feedback"]) for r in graded for c in r.get("checks", [])
+                              if c["score"] < c["max_score"])
+    note_counts = Counter(m for r in records for m in r.get("messages", [])
+                          if isinstance(m, str) and not m.startswith(ISOLATION_PREFIX))
+    isolation_counts = Counter(_isolation(r) for r in graded)
+    seeds = Counter(r.get("variant_seed") for r in records)
+
+    problems = [{"id": r["submission"], "page": feedback_page_name(r["submission"]), "status": r.get("status"),
+                 "reasons": r.get("messages", [])[:1] or ["unknown reason"]} for r in errored]
+    problems += [{"id": r["submission"], "page": feedback_page_name(r["submission"]), "status": "hit a limit",
+                  "reasons": notes} for r in graded if (notes := limit_notes(r))]
+    # The grader's own failures: never charged to the student, listed here so the instructor can fix and regrade.
+    problems += [{"id": r["submission"], "page": feedback_page_name(r["submission"]), "status": "grader fault",
+                  "reasons": [f"{scenario} run: {reason}" for scenario, reasons in r["grader_faults"].items()
+                              for reason in reasons][:5]}
+                 for r in graded if isinstance(r.get("grader_faults"), dict) and r["grader_faults"]]
+
+    percents = [_percent(r) for r in records]
+    environment = dict(run_info.get("environment") or (records[0].get("environment", {}) if records else {}))
+    return {
+        "title": getattr(assignment, "title", "") or getattr(assignment, "id", ""),
+        "assignment_id": getattr(assignment, "id", ""),
+        "generated": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        "n": len(records), "n_graded": len(graded), "n_errored": len(errored),
+        "max_score": getattr(assignment, "max_score", records[0]["max_score"] if records else 0.0),
+        "mean": sum(percents) / len(percents) if percents else 0.0,
+        "median": sorted(percents)[len(percents) // 2] if percents else 0.0,
+        "histogram": _figures().score_histogram(percents) if records else None,
+        "checks": check_rows, "groups": group_rows,
+        "check_chart": _figures().pass_rate_chart([(row["id"], row["rate"], row["partial_rate"]) for row in check_rows])
+        if check_rows and graded else None,
+        "feedback": [{"count": n, "check": check_id, "text": text}
+                     for (check_id, text), n in feedback_counts.most_common(TOP_MESSAGES)],
+        "notes": [{"count": n, "text": text} for text, n in note_counts.most_common(TOP_MESSAGES)],
+        "problems": problems,
+        "environment": environment,
+        "variant_seed": run_info.get("variant_seed"),
+        "other_seeds": sorted((s for s in seeds if s != run_info.get("variant_seed") and s is not None), key=str),
+        "seconds": run_info.get("seconds"),
+        "isolation": [{"count": n, "text": text or "not recorded"} for text, n in isolation_counts.most_common()],
+        "submissions": [{"id": r["submission"], "page": feedback_page_name(r["submission"]), "status": r.get("status"),
+                         "score": r["score"], "max_score": r["max_score"], "percent": _percent(r)} for r in records],
+    }
+
+
+# ---- per-student page --------------------------------------------------------------------------------
+
+def student_context(record: dict, assignment, reference_figures: dict, cache,
+                    reference_images: dict[str, tuple]) -> dict[str, Any]:
+    """The feedback page's data; `cache` is a figures.FigureCache shared by the run's pages."""
+    fig = _figures()
+    titles = _group_titles(assignment)
+    descriptions = _scenario_descriptions(assignment)
+    figure_name = getattr(assignment, "figure_name", None) or "figure"
+    sections: list[dict] = []
+    current = None
+    for check in record.get("checks", []):
+        if check.get("visibility") not in STUDENT_VISIBLE:
+            continue
+        if current is None or check["group"] != current["group"]:
+            current = {"group": check["group"], "title": titles.get(check["group"], check["group"]), "checks": []}
+            sections.append(current)
+        current["checks"].append({**check, "mark": mark(check["score"], check["max_score"])})
+
+    groups = [{"name": name, "title": titles.get(name, name), "score": value["score"], "max_score": value["max_score"],
+               "mark": mark(value["score"], value["max_score"]),
+               "width": max(0.0, min(100.0, 100.0 * value["score"] / value["max_score"])) if value["max_score"] else 0.0}
+              for name, value in record.get("groups", {}).items()]
+
+    figures = []
+    student_figures = record.get("figures")
+    reference_figures = reference_figures or {}
+    if isinstance(student_figures, dict) or reference_figures:
+        names = list(reference_figures) + [n for n in (student_figures or {}) if n not in reference_figures]
+        for scenario in names:
+            mine = fig.ReadFigure()
+            if isinstance(student_figures, dict) and scenario in student_figures:
+                mine = fig.read_figure(student_figures[scenario], figure_name)
+                image, notes = cache.draw(mine, figure_name)
+            elif isinstance(student_figures, dict):
+                image, notes = None, [f"No `{figure_name}` was recorded in the {scenario} run."]
+            elif record.get("status") != "graded":
+                image, notes = None, [f"Your file was not run, so there is no `{figure_name}` to draw."]
+            else:  # a record kept from a run of an older grader
+                image, notes = None, [f"No `{figure_name}` was recorded for this submission."]
+            if scenario in reference_figures:
+                if scenario not in reference_images:  # drawn once per run
+                    theirs = fig.read_figure(reference_figures[scenario], figure_name)
+                    reference_images[scenario] = (theirs, *cache.draw(theirs, figure_name))
+                theirs, ref_image, ref_notes = reference_images[scenario]
+            else:
+                theirs, ref_image, ref_notes = fig.ReadFigure(), None, ["The reference solution has no figure for this run."]
+            figures.append({"scenario": scenario, "description": descriptions.get(scenario, ""), "image": image,
+                            "notes": notes, "reference_image": ref_image, "reference_notes": ref_notes,
+                            "differences": fig.differences(mine, theirs)})
+
+    output = record.get("output") or {}
+    head, tail = str(output.get("head") or ""), str(output.get("tail") or "")
+    cut_head = max(0, len(head) - OUTPUT_SHOWN_CHARS)
+    cut_tail = max(0, len(tail) - OUTPUT_SHOWN_CHARS)
+    return {
+        "title": record.get("title") or getattr(assignment, "title", ""),
+        "record": record, "percent": _percent(record),
+        "error": record.get("status") != "graded",
+        "reason": (record.get("messages") or ["unknown reason"])[0],
+        "groups": groups, "sections": sections, "messages": record.get("messages", []),
+        "figure_name": figure_name, "figures": figures,
+        "output_head": head[:OUTPUT_SHOWN_CHARS], "output_tail": tail[cut_tail:],
+        "output_cut": cut_head + cut_tail, "output_omitted": output.get("omitted_bytes", 0) or 0,
+        "has_output": bool(head or tail),
+    }
+
+
+def _fallback_page(title: str, problem: str) -> str:
+    return ("<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\">"
+            "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'\">"
+            f"<title>{html.escape(title)}</title></head><body><h1>{html.escape(title)}</h1>"
+            f"<p>{html.escape(problem)}</p></body></html>\n")
+
+
+def write_reports(out: Path, records: list[dict], assignment, reference_figures: dict | None,
+                  run_info: dict | None) -> list[Path]:
+    """Write OUT/report.html and OUT/<safe id>.feedback.html for every record; returns the paths written."""
+    started = time.monotonic()
+    out = Path(out)
+    run_info = run_info or {}
+    env = _environment()
+    cache = _figures().FigureCache()
+    reference_images: dict[str, tuple] = {}
+    written = []
+    student_template = env.get_template("feedback.html.j2")
+    for record in records:
+        path = out / feedback_page_name(record["submission"])
+        try:
+            page = student_template.render(student_context(record, assignment, reference_figures or {}, cache,
+                                                           reference_images))
+        except Exception as error:  # a report bug must not hide the student's grade or stop the batch
+            page = _fallback_page(f"Feedback: {record.get('submission')}",
+                                  f"This page could not be drawn ({type(error).__name__}: {error}); "
+                                  f"the Markdown feedback next to it has everything.")
+        atomic_write(path, page)
+        written.append(path)
+    path = out / "report.html"
+    try:
+        context = class_context(records, assignment, run_info)
+        context["report_seconds"] = time.monotonic() - started
+        page = env.get_template("report.html.j2").render(context)
+    except Exception as error:  # the grades and the other outputs are written already: say so, do not crash
+        page = _fallback_page("Class report", f"The class report could not be drawn ({type(error).__name__}: "
+                                              f"{error}); grades.csv and the per-student files are complete.")
+    atomic_write(path, page)
+    written.append(path)
+    return written

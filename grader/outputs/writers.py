@@ -1,0 +1,105 @@
+"""Write results: one JSON per submission, a Markdown feedback file, and the class grade CSV. All atomic."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from pathlib import Path
+
+from grader.common.files import atomic_write  # noqa: F401  (re-exported for writers' callers)
+from grader.common.markdown import fence, md_block, md_line
+from grader.intake.discovery import safe_filename
+from grader.lms.canvas import Roster, canvas_csv, column_header, late
+from grader.lms.gradescope import OtterSettings, results_json
+from grader.lms.otter_csv import final_grades_csv, safe_cell
+from grader.model.verdicts import mark
+
+STUDENT_VISIBLE = ("visible", "after_due_date", "after_published")
+
+
+def result_path(out: Path, submission_id: str) -> Path:
+    return out / f"{safe_filename(submission_id)}.json"
+
+
+def write_result(out: Path, record: dict) -> None:
+    atomic_write(result_path(out, record["submission"]), json.dumps(record, indent=2, allow_nan=False, default=str) + "\n")
+    atomic_write(out / f"{safe_filename(record['submission'])}.feedback.md", feedback_markdown(record, STUDENT_VISIBLE))
+
+
+def gradescope_path(out: Path, submission_id: str) -> Path:
+    return out / "gradescope" / f"{safe_filename(submission_id)}.json"
+
+
+def write_lms_outputs(out: Path, records: list[dict], assignment, roster: Roster | None = None) -> list[str]:
+    """The LMS files: `gradescope/<id>.json` (Gradescope results.json), `final_grades.csv` (otter), `canvas.csv`
+    (and `canvas-warnings.txt`). Returns the Canvas warnings (who matched no student, who has no submission)."""
+    for record in records:
+        atomic_write(gradescope_path(out, record["submission"]),
+                     json.dumps(results_json(record, settings=otter_settings(assignment), titles=check_titles(assignment)),
+                                indent=2, allow_nan=False) + "\n")
+    atomic_write(out / "final_grades.csv", final_grades_csv(records, [(c.id, c.points) for c in assignment.checks]))
+    text, warnings = canvas_csv(records, column_header(assignment), assignment.max_score, roster)
+    atomic_write(out / "canvas.csv", text)
+    atomic_write(out / "canvas-warnings.txt", "".join(f"{w}\n" for w in warnings))
+    return warnings
+
+
+def otter_settings(assignment) -> OtterSettings:
+    """The otter options of `[lms.otter]` in assignment.toml that shape results.json (as in the zip's config)."""
+    return OtterSettings.from_config(dict(assignment.config.get("lms", {}).get("otter", {})))
+
+
+def check_titles(assignment) -> dict[str, str]:
+    return {spec.id: spec.title for spec in assignment.checks}
+
+
+def grades_csv(records: list[dict], groups: list[str]) -> str:
+    """One row a submission: id, each group's score, total, max, percent, status."""
+    stream = io.StringIO()
+    writer = csv.writer(stream, lineterminator="\n")
+    writer.writerow(["submission", *groups, "total", "max_score", "percent", "status", "late"])
+    for record in sorted(records, key=lambda r: r["submission"]):
+        scores = [_num(record["groups"].get(g, {}).get("score", 0.0)) for g in groups]
+        percent = 100.0 * record["score"] / record["max_score"] if record["max_score"] else 0.0
+        writer.writerow([safe_cell(record["submission"]), *scores, _num(record["score"]), _num(record["max_score"]),
+                         _num(round(percent, 2)), record["status"], "late" if late(record) else ""])
+    return stream.getvalue()
+
+
+def _num(value: float) -> str:
+    return f"{value:g}"
+
+
+def feedback_markdown(record: dict, visibilities: tuple[str, ...] = STUDENT_VISIBLE) -> str:
+    """The student's report: score, per-group table, each check's feedback, run notes, output head/tail.
+
+    Hidden checks are left out (the file is handed to students once grades are released). Everything that can
+    hold text from the student's run is made inert (md_line) or fenced (fence)."""
+    lines = [f"# Feedback: {md_line(record.get('title', record.get('assignment', '')))}", "",
+             f"Submission {md_line(record['submission'])} ({md_line(record['file'])}): "
+             f"**{record['score']:g} / {record['max_score']:g}**", ""]
+    if record["status"] == "error":
+        reason = record["messages"][0] if record["messages"] else "unknown reason"
+        lines += ["Your file could not be graded: " + md_block(reason), ""]
+    lines += ["| Group | Score |", "|---|---|"]
+    lines += [f"| {g} | {v['score']:g} / {v['max_score']:g} |" for g, v in record["groups"].items()]
+    lines.append("")
+    current = None
+    for check in record["checks"]:
+        if check["visibility"] not in visibilities:
+            continue
+        if check["group"] != current:
+            current = check["group"]
+            lines += ["", f"## {current}", ""]
+        verdict = mark(check["score"], check["max_score"]).upper()
+        lines.append(f"- **{verdict}** `{check['id']}` ({check['score']:g}/{check['max_score']:g}): {md_block(check['feedback'])}")
+    if record["messages"]:
+        lines += ["", "## Notes on your run", ""] + [f"- {md_block(m)}" for m in record["messages"]]
+    output = record.get("output") or {}
+    if output.get("head") or output.get("tail"):
+        text = output.get("head", "")
+        if output.get("tail"):
+            text += f"\n... ({output.get('omitted_bytes', 0)} bytes omitted) ...\n" + output["tail"]
+        lines += ["", "## Your output (baseline run)", "", *fence(text)]
+    return "\n".join(lines) + "\n"

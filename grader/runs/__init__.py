@@ -1,0 +1,1 @@
+"""From a scenario to a sandbox job and from its output to a Snapshot; runners and the compile cache."""

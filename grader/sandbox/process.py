@@ -1,0 +1,353 @@
+"""Run one job in an isolated child process and collect what it streams back.
+
+The parent never runs student code. It starts the harness (grader/child/, copied into a private
+temporary directory) in a new session with a scrubbed environment, sets resource limits on the child
+before handing it the job, then pumps two pipes without blocking: the combined stdout/stderr (only a
+head and a tail are kept, however much is written) and the data channel (length-prefixed JSON frames,
+size-capped). The whole process group is killed at the hard wall-clock limit and again at the end.
+
+`grader.sandbox.isolation` chooses how the child is isolated (a pid namespace where possible) and wraps the
+command line; every result records its description.
+"""
+
+from __future__ import annotations
+
+import atexit
+import base64
+import json
+import os
+import resource
+import select
+import shutil
+import signal
+import struct
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from grader.model.limits import Limits
+from grader.sandbox.cgroups import CgroupTree, RunCgroup
+from grader.sandbox.isolation import RUNTIME_NAME, UIDS, Isolation, strongest_available
+from grader.sandbox.seccomp import describe as seccomp_description
+from grader.sandbox.seccomp import filter_program
+
+CHILD_DIR = Path(__file__).with_name("child")
+COMPILE_CACHE_PATH = "/tmp/grader-compile-cache"   # where a run sees JAX's compilation cache (runs/compile_cache.py)
+CHILD_MODULES = ("harness.py", "encoding.py", "recorder.py", "zygote_server.py")
+CHANNEL_FD = 3
+MAX_FRAME_BYTES = 8 * 1024 * 1024
+
+
+@dataclass
+class RawRun:
+    """Everything the child produced, before any interpretation: frames, output head/tail, how it ended."""
+
+    frames: list[dict] = field(default_factory=list)
+    output_head: bytes = b""
+    output_tail: bytes = b""
+    output_bytes: int = 0
+    returncode: int | None = None
+    killed_at_wall_limit: bool = False
+    channel_problem: str | None = None
+    seconds: float = 0.0
+    isolation: str = ""
+    cpu_seconds: float | None = None       # measured where the runner can (the fork server)
+    max_rss_bytes: int | None = None
+    control: bytes = b""                   # the harness's set-up report, on a pipe closed before student code
+    memory_limit_hit: bool = False         # the run's cgroup refused memory or killed for it
+    grader_failure: str | None = None      # the sandbox itself failed (never the student's doing)
+
+    @property
+    def setup(self) -> dict:
+        """The harness's report of its own set-up, read from the control pipe (the student never held it)."""
+        try:
+            report = json.loads(self.control.decode("utf-8").strip().splitlines()[0])
+        except (ValueError, IndexError, UnicodeDecodeError):
+            return {}
+        return report if isinstance(report, dict) else {}
+
+    @property
+    def setup_ok(self) -> bool:
+        return self.setup.get("setup") == "ok"
+
+
+class OutputKeeper:
+    """Keeps the first and last `keep/2` bytes of a stream of any length."""
+
+    def __init__(self, keep: int):
+        self.half = max(keep // 2, 1)
+        self.head = bytearray()
+        self.tail = bytearray()
+        self.total = 0
+
+    def feed(self, data: bytes) -> None:
+        self.total += len(data)
+        room = self.half - len(self.head)
+        if room > 0:
+            self.head += data[:room]
+            data = data[room:]
+        if data:
+            self.tail += data
+            if len(self.tail) > self.half:
+                del self.tail[: len(self.tail) - self.half]
+
+
+class FrameReader:
+    """Parses length-prefixed JSON frames; stops (and says why) on garbage or when over its budgets.
+
+    Bounded in bytes (the channel as a whole and each frame) and in objects: every `{` and `[` of a frame is
+    counted before it is parsed, so 30 MiB of `[{},{},...]` costs a refusal, not gigabytes of dicts."""
+
+    def __init__(self, budget: int, max_objects: int = Limits.channel_max_objects):
+        self.budget = budget
+        self.max_objects = max_objects
+        self.objects = 0
+        self.buffer = bytearray()
+        self.frames: list[dict] = []
+        self.received = 0
+        self.problem: str | None = None
+
+    def feed(self, data: bytes) -> None:
+        if self.problem:
+            return
+        self.received += len(data)
+        if self.received > self.budget:
+            self.problem = f"the run streamed more than {self.budget} bytes of data; the rest was ignored"
+            return
+        self.buffer += data
+        while len(self.buffer) >= 4:
+            (size,) = struct.unpack(">I", self.buffer[:4])
+            if size > MAX_FRAME_BYTES:
+                self.problem = "the data channel carried an oversized frame; the rest was ignored"
+                return
+            if len(self.buffer) < 4 + size:
+                return
+            payload = bytes(self.buffer[4 : 4 + size])
+            del self.buffer[: 4 + size]
+            self.objects += payload.count(b"{") + payload.count(b"[")
+            if self.objects > self.max_objects:
+                self.problem = f"the data channel carried more than {self.max_objects} objects; the rest was ignored"
+                return
+            try:
+                frame = json.loads(payload)
+            except (ValueError, RecursionError):
+                self.problem = "the data channel carried something that is not JSON; the rest was ignored"
+                return
+            if not isinstance(frame, dict) or not isinstance(frame.get("type"), str):
+                self.problem = "the data channel carried a malformed frame; the rest was ignored"
+                return
+            self.frames.append(frame)
+
+
+def child_environment(workdir: Path) -> dict[str, str]:
+    """Only what Python and JAX need: nothing of the grader's own environment leaks in."""
+    return {
+        "PATH": "/usr/local/bin:/usr/bin:/bin",
+        "HOME": str(workdir),
+        "TMPDIR": str(workdir),
+        "LANG": "C.UTF-8",
+        "LC_ALL": "C.UTF-8",
+        "PYTHONDONTWRITEBYTECODE": "1",
+        "PYTHONUNBUFFERED": "1",
+        "JAX_PLATFORMS": "cpu",
+        "TF_CPP_MIN_LOG_LEVEL": "2",
+        "MPLBACKEND": "Agg",
+        "XLA_FLAGS": "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1",
+    }
+
+
+def apply_limits(pid: int, limits: Limits) -> None:
+    """Set rlimits on the child before it reads its job (so before any student code runs)."""
+    settings = [
+        (resource.RLIMIT_DATA, limits.memory_bytes),
+        (resource.RLIMIT_CPU, limits.cpu_seconds),
+        (resource.RLIMIT_FSIZE, limits.file_size_bytes),
+        (resource.RLIMIT_NPROC, limits.max_processes),
+        (resource.RLIMIT_CORE, 0),
+    ]
+    for which, value in settings:
+        resource.prlimit(pid, which, (value, value))
+
+
+_TREE: list[CgroupTree | None] = []
+_TREE_LOCK = threading.Lock()
+
+
+def shared_tree() -> CgroupTree | None:
+    """This grader process's cgroup tree (made on first use, removed at exit), or None where none can be made."""
+    with _TREE_LOCK:
+        if not _TREE:
+            tree = CgroupTree.create()
+            _TREE.append(tree)
+            if tree is not None:
+                atexit.register(tree.close)
+        return _TREE[0]
+
+
+def copy_child_runtime(folder: Path) -> None:
+    """The code that runs inside the sandbox (grader/child/), copied to `folder`, readable by any uid."""
+    folder.mkdir(mode=0o755)
+    for name in CHILD_MODULES:
+        shutil.copy(CHILD_DIR / name, folder / name)
+        os.chmod(folder / name, 0o644)
+    os.chmod(folder, 0o755)
+
+
+def kill_group(pgid: int) -> None:
+    try:
+        os.killpg(pgid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def run_job(job: dict, limits: Limits, isolation: Isolation | None = None, python: str = sys.executable,
+            own_uid: bool = True) -> RawRun:
+    """Run one harness job under `limits`; always returns, whatever the child does.
+
+    `own_uid=False` keeps the grader's uid and leaves out the cgroup and syscall filter: only for trusted code
+    (the reference solution warming a cache)."""
+    isolation = isolation or strongest_available()
+    workdir = Path(tempfile.mkdtemp(prefix="grader-run-"))
+    started = time.monotonic()
+    read_fd, write_fd = os.pipe()
+    control_read, control_write = os.pipe()
+    tree = shared_tree() if own_uid else None
+    group = None
+    raw = RawRun(isolation=describe_run(isolation.describe(), tree, own_uid))
+    process = None
+    uid = UIDS.take() if isolation.switches_uid and own_uid else None
+    try:
+        copy_child_runtime(workdir / RUNTIME_NAME)
+        isolation.prepare_workdir(workdir, uid)
+        # -u: -I ignores PYTHONUNBUFFERED, and output printed before a hard kill must still reach us.
+        argv = isolation.command([python, "-I", "-B", "-u", f"{RUNTIME_NAME}/harness.py"], limits, workdir, uid)
+        if tree is not None:
+            group = tree.run_group(limits)
+            argv = enter_cgroup(group) + argv
+        process = subprocess.Popen(
+            argv,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            cwd=workdir,
+            env=child_environment(workdir),
+            start_new_session=True,
+            pass_fds=(write_fd, control_write),
+        )
+        os.close(write_fd)
+        os.close(control_write)
+        channel_fd, control_fd, write_fd, control_write = write_fd, control_write, -1, -1
+        if isolation.limits_need_pid:
+            apply_limits(process.pid, limits)
+        program = filter_program() if own_uid else None
+        _send_job(process, {**job, "channel_fd": channel_fd, "control_fd": control_fd,
+                            "seccomp": base64.b64encode(program).decode("ascii") if program else None})
+        _pump(process, read_fd, control_read, limits, raw, started)
+    except OSError as error:   # the sandbox could not start the run: the grader's failure, retried by the caller
+        raw.grader_failure = f"{type(error).__name__}: {error}"
+    finally:
+        if process is not None:
+            kill_group(process.pid)
+            if process.poll() is None:
+                process.kill()
+            process.wait()
+            raw.returncode = process.returncode
+            if process.stdout:
+                process.stdout.close()
+        for fd in (read_fd, write_fd, control_read, control_write):
+            if fd >= 0:
+                try:
+                    os.close(fd)
+                except OSError:
+                    pass
+        if group is not None and tree is not None:
+            raw.memory_limit_hit = group.memory_limit_hit()
+            raw.max_rss_bytes = group.peak_memory_bytes()
+            tree.release(group)
+        shutil.rmtree(workdir, ignore_errors=True)
+        if uid is not None:
+            UIDS.give_back(uid)
+        raw.seconds = round(time.monotonic() - started, 3)
+    return raw
+
+
+LAUNCHER = 'while [ "$1" != -- ]; do echo $$ > "$1/cgroup.procs" || exit 125; shift; done; shift; exec "$@"'
+
+
+def enter_cgroup(group: RunCgroup) -> list[str]:
+    """A launcher that moves itself into the run's groups, then execs the run (so nothing runs outside them)."""
+    return ["/bin/sh", "-c", LAUNCHER, "sh", *(str(path) for path in group.directories), "--"]
+
+
+def describe_run(isolation: str, tree: CgroupTree | None, untrusted: bool = True) -> str:
+    if not untrusted:
+        return isolation
+    kernel = tree.describe() if tree is not None else "no cgroup (memory bounded by RLIMIT_DATA only)"
+    return f"{isolation}, {kernel}, {seccomp_description()}"
+
+
+def _send_job(process: subprocess.Popen, job: dict) -> None:
+    try:
+        process.stdin.write(json.dumps(job).encode("utf-8"))
+        process.stdin.close()
+    except (BrokenPipeError, OSError):
+        pass  # the child is already gone; the pump will see it
+
+
+def _pump(process: subprocess.Popen, channel_fd: int, control_fd: int, limits: Limits, raw: RawRun,
+          started: float) -> None:
+    def wall_limit() -> None:
+        raw.killed_at_wall_limit = True
+        kill_group(process.pid)
+
+    pump(process.stdout.fileno(), channel_fd, limits, raw, started + limits.wall_seconds,
+         has_exited=lambda: process.poll() is not None, at_deadline=wall_limit, control_fd=control_fd)
+
+
+CONTROL_MAX_BYTES = 4096
+
+
+def pump(out_fd: int, channel_fd: int, limits: Limits, raw: RawRun, deadline: float,
+         has_exited: Callable[[], bool], at_deadline: Callable[[], None], control_fd: int | None = None) -> None:
+    """Drain output, channel and control pipe until the child ends (or the deadline), never blocking on any."""
+    output = OutputKeeper(limits.output_keep_bytes)
+    frames = FrameReader(limits.channel_max_bytes, limits.channel_max_objects)
+    control = bytearray()
+    open_fds = {out_fd, channel_fd} | ({control_fd} if control_fd is not None else set())
+    for fd in open_fds:
+        os.set_blocking(fd, False)
+    exited_at = None
+    while open_fds:
+        now = time.monotonic()
+        if now >= deadline:
+            at_deadline()
+            break
+        if exited_at is None and has_exited():
+            exited_at = now
+        if exited_at is not None and now - exited_at > 1.0:
+            break  # a descendant still holds a pipe open; the kill that follows ends it
+        ready, _, _ = select.select(list(open_fds), [], [], 0.05)
+        for fd in ready:
+            try:
+                data = os.read(fd, 1 << 16)
+            except BlockingIOError:
+                continue
+            except OSError:
+                data = b""
+            if not data:
+                open_fds.discard(fd)
+            elif fd == out_fd:
+                output.feed(data)
+            elif fd == control_fd:
+                control += data[: max(0, CONTROL_MAX_BYTES - len(control))]
+            else:
+                frames.feed(data)
+    raw.control = bytes(control)
+    raw.frames = frames.frames
+    raw.channel_problem = frames.problem
+    raw.output_head, raw.output_tail, raw.output_bytes = bytes(output.head), bytes(output.tail), output.total

@@ -1,0 +1,58 @@
+"""The framework's stages import only downward, and it names no lesson.
+
+Stages from the bottom up; a module may import its own stage and any stage below it, never one above. The
+order is what lets a newcomer read the code bottom-up and change a stage without surprises above it."""
+
+import ast
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parent.parent / "grader"
+STAGES = ["common", "model", "config", "intake", "sandbox", "runs", "api", "grading", "lms", "outputs",
+          "authoring", "cli"]
+MAX_LINES = 420
+
+
+def modules():
+    for path in sorted(PACKAGE.rglob("*.py")):
+        parts = path.relative_to(PACKAGE).parts
+        if len(parts) > 1 and "child" not in parts:
+            yield parts[0], path
+
+
+def imported_stages(path: Path):
+    for node in ast.walk(ast.parse(path.read_text())):
+        names = []
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names = [node.module]
+        elif isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        for name in names:
+            parts = name.split(".")
+            if parts[0] == "grader" and len(parts) > 1 and parts[1] in STAGES:
+                yield parts[1], node.lineno
+
+
+def test_every_package_is_a_known_stage():
+    packages = {p.name for p in PACKAGE.iterdir() if p.is_dir() and (p / "__init__.py").exists()}
+    assert packages == set(STAGES)
+    assert {p.name for p in PACKAGE.glob("*.py")} == {"__init__.py"}, "every module belongs to a stage"
+
+
+@pytest.mark.parametrize("stage, path", list(modules()), ids=lambda v: str(v.relative_to(PACKAGE)) if isinstance(v, Path) else v)
+def test_a_stage_imports_only_itself_and_stages_below(stage, path):
+    upward = [f"line {line}: grader.{target}" for target, line in imported_stages(path)
+              if STAGES.index(target) > STAGES.index(stage)]
+    assert not upward, f"{path.relative_to(PACKAGE)} ({stage}) imports a stage above it: {upward}"
+
+
+def test_no_framework_module_is_over_the_size_limit():
+    long = {str(p.relative_to(PACKAGE)): n for p in PACKAGE.rglob("*.py") if (n := len(p.read_text().splitlines())) > MAX_LINES}
+    assert not long, f"split these modules: {long}"
+
+
+def test_the_framework_names_no_lesson():
+    for path in PACKAGE.rglob("*"):
+        if path.is_file() and path.suffix in (".py", ".j2"):
+            assert "performance-05" not in path.read_text() and "performance_05" not in path.read_text(), path
