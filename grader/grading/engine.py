@@ -245,8 +245,8 @@ def _combine(assignment: Assignment, spec: CheckSpec, outcomes: list, snapshots:
         feedback = text
         if only_here:
             first = only_here[0]
-            feedback += (f"\nIn that run, {where(first.line, first.cell)} raised {first.error['type']}: "
-                         f"{first.error['message'][:200]}")
+            feedback += (f"\nIn that run, {where(first.line, first.cell)} raised {first.raised['type']}: "
+                         f"{first.raised['message'][:200]}")
         if scenario != "baseline" or passed_elsewhere:
             hint = assignment.scenarios[scenario].failure_hint.format(seed=snapshots[scenario].seed)
             label = f"[{scenario} run: {assignment.scenarios[scenario].description}] "

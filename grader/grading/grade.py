@@ -192,7 +192,7 @@ def run_messages(assignment: Assignment, scenario: str, snap: Snapshot, baseline
         errors = [s for s in errors if (s.line, s.cell) not in places]
     errors = [s for s in errors if not (s.error or {}).get("grader_fault")]
     if errors:
-        listed = "; ".join(f"{where(s.line, s.cell)}: {s.error['type']}: {s.error['message'][:160]}" for s in errors[:5])
+        listed = "; ".join(f"{where(s.line, s.cell)}: {s.raised['type']}: {s.raised['message'][:160]}" for s in errors[:5])
         messages.append(f"{run}, {len(errors)} statement(s) raised an error and the run went on past them ({listed}).")
     if snap.channel_problem:
         messages.append(f"{run}, {snap.channel_problem}.")

@@ -62,7 +62,7 @@ class Roster:
     students: list[dict]
 
     @classmethod
-    def load(cls, path: Path) -> "Roster":
+    def load(cls, path: Path) -> Roster:
         with open(path, newline="", encoding="utf-8-sig") as stream:
             rows = list(csv.DictReader(stream))
         students = [{name: (row.get(name) or "").strip() for name in STUDENT_COLUMNS} for row in rows

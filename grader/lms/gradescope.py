@@ -75,7 +75,7 @@ class OtterSettings:
     force_public_test_summary: bool = True
 
     @classmethod
-    def from_config(cls, config: Any) -> "OtterSettings":
+    def from_config(cls, config: Any) -> OtterSettings:
         """From otter's AutograderConfig (or a dict of its keys)."""
         get = config.get if isinstance(config, dict) else (lambda key, default=None: getattr(config, key, default))
         defaults = cls()

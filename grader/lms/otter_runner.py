@@ -65,7 +65,7 @@ class CheckFile(TestFile):
     """One of our checks as an otter test file with one test case; scores come from our record."""
 
     @classmethod
-    def from_check(cls, check: dict) -> "CheckFile":
+    def from_check(cls, check: dict) -> CheckFile:
         case = TestCase(name=check["id"], body=None, hidden=check["visibility"] != "visible",
                         points=check["max_score"], success_message=None, failure_message=None)
         test_file = cls(check["id"], check["id"], [case], all_or_nothing=False)
@@ -94,7 +94,7 @@ class SandboxedGradingResults(GradingResults):
     titles: dict = {}
 
     @classmethod
-    def from_record(cls, record: dict, execution_time: float, titles: dict[str, str]) -> "SandboxedGradingResults":
+    def from_record(cls, record: dict, execution_time: float, titles: dict[str, str]) -> SandboxedGradingResults:
         results = cls.__new__(cls)
         GradingResults.__init__(results, [])
         for check in record["checks"]:
@@ -178,7 +178,9 @@ def sandboxed_runner(otter_config: dict, **kwargs: Any) -> SandboxedRunner | Non
 def install(module: Any = None) -> None:
     """Make otter's autograder create a SandboxedRunner for configs that name our plugin."""
     if module is None:
-        import otter.run.run_autograder as module
+        import otter.run.run_autograder as otter_autograder
+
+        module = otter_autograder
     original = module.create_runner
     if getattr(original, "_sandboxed", False):
         return

@@ -21,6 +21,6 @@ class Limits:
     scratch_bytes: int = 256 * 1024**2
 
     @classmethod
-    def from_config(cls, table: dict) -> "Limits":
+    def from_config(cls, table: dict) -> Limits:
         known = {name: table[name] for name in cls.__dataclass_fields__ if name in table}
         return cls(**known)

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import sys
 import time
-from typing import Callable, TextIO
+from collections.abc import Callable
+from typing import TextIO
 
 
 class Progress:
@@ -21,7 +22,7 @@ class Progress:
         self._bar_shown = False
 
     @classmethod
-    def lines(cls, write: Callable[[str], None]) -> "Progress":
+    def lines(cls, write: Callable[[str], None]) -> Progress:
         """Plain lines through `write` (tests pass `lambda line: None`)."""
         return cls(write=write, terminal=False)
 

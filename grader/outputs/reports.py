@@ -15,7 +15,7 @@ import html
 import re
 import time
 from collections import Counter
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -140,7 +140,7 @@ def class_context(records: list[dict], assignment, run_info: dict) -> dict[str, 
     return {
         "title": getattr(assignment, "title", "") or getattr(assignment, "id", ""),
         "assignment_id": getattr(assignment, "id", ""),
-        "generated": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        "generated": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
         "n": len(records), "n_graded": len(graded), "n_errored": len(errored),
         "max_score": getattr(assignment, "max_score", records[0]["max_score"] if records else 0.0),
         "mean": sum(percents) / len(percents) if percents else 0.0,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import base64
 import secrets
-from typing import Callable
+from collections.abc import Callable
 
 from grader.config.assignment import Assignment, Scenario
 from grader.intake.notebook import Cell

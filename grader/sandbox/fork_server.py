@@ -37,6 +37,7 @@ from grader.sandbox.isolation import (
     NAMESPACES,
     UIDS,
     Bubblewrap,
+    installed,
     parents_traversable,
     strongest_available,
     system_view,
@@ -108,7 +109,7 @@ class ForkServer:
 
     # ---- lifecycle ----------------------------------------------------------------------------------------
 
-    def start(self) -> "ForkServer":
+    def start(self) -> ForkServer:
         if os.geteuid() != 0 or not isinstance(strongest_available(), Bubblewrap):
             raise ForkServerError("the fork server needs root and bubblewrap")
         server = self._launch()
@@ -122,7 +123,7 @@ class ForkServer:
         copy_child_runtime(runtime)
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         log = tempfile.TemporaryFile()
-        argv = [Bubblewrap.bwrap, *NAMESPACES, *system_view(Limits().scratch_bytes),
+        argv = [installed(Bubblewrap.bwrap, "bwrap"), *NAMESPACES, *system_view(Limits().scratch_bytes),
                 *parents_traversable(Path(RUNTIME)), "--ro-bind", str(runtime), RUNTIME]
         if self.compile_cache:
             argv += ["--ro-bind", str(self.compile_cache), CACHE]
@@ -156,7 +157,7 @@ class ForkServer:
         if server is not None:
             server.close()
 
-    def __enter__(self) -> "ForkServer":
+    def __enter__(self) -> ForkServer:
         return self.start()
 
     def __exit__(self, *exc) -> None:

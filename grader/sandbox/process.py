@@ -26,9 +26,9 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
 
 from grader.model.limits import Limits
 from grader.sandbox.cgroups import CgroupTree, RunCgroup
@@ -292,6 +292,7 @@ def describe_run(isolation: str, tree: CgroupTree | None, untrusted: bool = True
 
 
 def _send_job(process: subprocess.Popen, job: dict) -> None:
+    assert process.stdin is not None, "the harness is started with stdin=PIPE"
     try:
         process.stdin.write(json.dumps(job).encode("utf-8"))
         process.stdin.close()
@@ -305,6 +306,7 @@ def _pump(process: subprocess.Popen, channel_fd: int, control_fd: int, limits: L
         raw.killed_at_wall_limit = True
         kill_group(process.pid)
 
+    assert process.stdout is not None, "the harness is started with stdout=PIPE"
     pump(process.stdout.fileno(), channel_fd, limits, raw, started + limits.wall_seconds,
          has_exited=lambda: process.poll() is not None, at_deadline=wall_limit, control_fd=control_fd)
 

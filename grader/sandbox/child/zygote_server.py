@@ -90,7 +90,7 @@ def isolate_supervisor(request):
     cache = request.get("compilation_cache")
     if cache and os.path.isdir(cache["readonly"]):
         shutil.copytree(cache["readonly"], cache["writable"])
-        for top, dirs, files in os.walk(cache["writable"]):
+        for top, _dirs, files in os.walk(cache["writable"]):
             for name in [top, *(os.path.join(top, f) for f in files)]:
                 os.chown(name, request["uid"], request["uid"])
 
