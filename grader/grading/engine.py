@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from grader.config.assignment import Assignment, CheckSpec
+from grader.model.verdicts import passed
 from grader.runs.evidence import CallEvent
 from grader.runs.provenance import Binding, Provenance
 from grader.runs.snapshot import UNFINISHED, Missing, Opaque, Snapshot, Statement, where
@@ -35,7 +36,7 @@ class CheckResult:
 
     @property
     def passed(self) -> bool:
-        return self.score >= self.max_score
+        return passed(self.score, self.max_score)
 
 
 class RunView:

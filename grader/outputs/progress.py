@@ -7,6 +7,8 @@ import time
 from collections.abc import Callable
 from typing import TextIO
 
+from grader.model.record import Record
+
 
 class Progress:
     """Told about notes and finished submissions by `batch.grade_folder`; decides how to show them."""
@@ -34,7 +36,7 @@ class Progress:
         self.total, self.done, self.started = total, 0, time.monotonic()
         self._draw()
 
-    def advance(self, record: dict) -> None:
+    def advance(self, record: Record) -> None:
         self.done += 1
         if self.terminal:
             self._draw()
