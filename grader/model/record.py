@@ -5,7 +5,6 @@ dict gives and records written before these types existed still load. mypy check
 The README's `<id>.json` row is tested against these keys (tests/test_record_schema.py).
 """
 
-from __future__ import annotations
 
 import json
 from typing import Any, NotRequired, TypedDict, cast
