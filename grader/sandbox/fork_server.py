@@ -249,7 +249,8 @@ class ForkServer:
         request = {"uid": uid, "workdir": workdir, "environment": child_environment(Path(workdir)),
                    "limits": {"wall_seconds": limits.wall_seconds, "cpu_seconds": int(limits.cpu_seconds),
                               "memory_bytes": limits.memory_bytes, "file_size_bytes": limits.file_size_bytes,
-                              "max_processes": limits.max_processes, "scratch_bytes": limits.scratch_bytes}}
+                              "max_processes": limits.max_processes, "scratch_bytes": limits.scratch_bytes,
+                              "rlimits": limits.rlimits()}}
         if group is not None:
             request["cgroup_procs"] = [f"{CGROUPS}/{controller}/{path.name}/cgroup.procs"
                                        for controller, path in sorted(group.paths.items())]

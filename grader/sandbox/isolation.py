@@ -45,9 +45,8 @@ def installed(tool: str | None, name: str) -> str:
 
 
 def limit_arguments(limits: Limits) -> list[str]:
-    """`prlimit` options for the limits (RLIMIT_DATA, not RLIMIT_AS, which breaks JAX)."""
-    return [f"--data={limits.memory_bytes}", f"--cpu={int(limits.cpu_seconds)}", f"--fsize={limits.file_size_bytes}",
-            f"--nproc={limits.max_processes}", "--core=0"]
+    """`prlimit` options for the limits."""
+    return [f"--{name}={value}" for name, value in limits.rlimits().items()]
 
 
 class UidPool:

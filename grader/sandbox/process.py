@@ -163,15 +163,8 @@ def child_environment(workdir: Path) -> dict[str, str]:
 
 def apply_limits(pid: int, limits: Limits) -> None:
     """Set rlimits on the child before it reads its job (so before any student code runs)."""
-    settings = [
-        (resource.RLIMIT_DATA, limits.memory_bytes),
-        (resource.RLIMIT_CPU, limits.cpu_seconds),
-        (resource.RLIMIT_FSIZE, limits.file_size_bytes),
-        (resource.RLIMIT_NPROC, limits.max_processes),
-        (resource.RLIMIT_CORE, 0),
-    ]
-    for which, value in settings:
-        resource.prlimit(pid, which, (value, value))
+    for name, value in limits.rlimits().items():
+        resource.prlimit(pid, getattr(resource, f"RLIMIT_{name.upper()}"), (value, value))
 
 
 _TREE: list[CgroupTree | None] = []
