@@ -32,6 +32,7 @@ import threading
 import time
 from pathlib import Path
 
+from grader.model.job import Job
 from grader.model.limits import Limits
 from grader.sandbox.isolation import (
     NAMESPACES,
@@ -215,7 +216,7 @@ class ForkServer:
 
     # ---- one run ------------------------------------------------------------------------------------------
 
-    def run_job(self, job: dict, limits: Limits) -> RawRun:
+    def run_job(self, job: Job, limits: Limits) -> RawRun:
         """Run one harness job in a fresh isolated child of the fork server; always returns.
 
         A failure of the server or of the sandbox's set-up is the grader's: the run is tried again on a healthy
@@ -235,7 +236,7 @@ class ForkServer:
                 return raw
         return run_job(job, limits)
 
-    def _run_once(self, server: _Server, job: dict, limits: Limits) -> tuple[RawRun, bool]:
+    def _run_once(self, server: _Server, job: Job, limits: Limits) -> tuple[RawRun, bool]:
         """The run's RawRun, and whether the server itself failed (it never depends on what the run did)."""
         started = time.monotonic()
         raw = RawRun(isolation=self.description)

@@ -30,6 +30,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from grader.model.job import Job
 from grader.model.limits import Limits
 from grader.sandbox.cgroups import CgroupTree, RunCgroup
 from grader.sandbox.isolation import RUNTIME_NAME, UIDS, Isolation, strongest_available
@@ -198,7 +199,7 @@ def kill_group(pgid: int) -> None:
         pass
 
 
-def run_job(job: dict, limits: Limits, isolation: Isolation | None = None, python: str = sys.executable,
+def run_job(job: Job, limits: Limits, isolation: Isolation | None = None, python: str = sys.executable,
             own_uid: bool = True) -> RawRun:
     """Run one harness job under `limits`; always returns, whatever the child does.
 
@@ -284,7 +285,7 @@ def describe_run(isolation: str, tree: CgroupTree | None, untrusted: bool = True
     return f"{isolation}, {kernel}, {seccomp_description()}"
 
 
-def _send_job(process: subprocess.Popen, job: dict) -> None:
+def _send_job(process: subprocess.Popen, job: Job) -> None:
     assert process.stdin is not None, "the harness is started with stdin=PIPE"
     try:
         process.stdin.write(json.dumps(job).encode("utf-8"))
