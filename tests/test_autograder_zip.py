@@ -108,7 +108,8 @@ def test_scripts_install_bubblewrap_and_call_otters_entry_point(built):
 
 def test_requirements_pin_the_installed_versions(built):
     with zipfile.ZipFile(built) as archive:
-        lines = [l for l in archive.read("requirements.txt").decode().splitlines() if l and not l.startswith("#")]
+        lines = [line for line in archive.read("requirements.txt").decode().splitlines()
+                 if line and not line.startswith("#")]
     assert f"otter-grader[grading]=={metadata.version('otter-grader')}" in lines   # otter's runner needs a kernel
     assert f"jax=={metadata.version('jax')}" in lines and f"numpy=={metadata.version('numpy')}" in lines
 
@@ -291,7 +292,7 @@ def test_student_code_never_runs_in_otters_process_or_kernel(graded):
 
     assert not graded["markers"]["log"].exists(), "otter unpickled the submitted .OTTER_LOG"
     assert not graded["markers"]["shadow"].exists(), "a submitted otter/ package ran in otter's kernel"
-    for name, run in graded["otter"].items():
+    for run in graded["otter"].values():
         with open(run["pickle"], "rb") as stream:
             results = dill.load(stream)
         assert getattr(results, "notebook", None) is None                    # otter's kernel never ran anything

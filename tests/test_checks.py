@@ -322,7 +322,7 @@ def test_probe_is_read_with_the_graded_inputs_not_a_later_rebinding(assignment, 
     events = base_events + [(30, "x", 4)]
     snap = make_snapshot(oracles["baseline"], "baseline", events)
     error = {"type": "TypeError", "message": "bad x", "line": 40, "cell": None, "traceback": ""}
-    for probe, entries in snap.probe_history.items():
+    for entries in snap.probe_history.values():
         stmt, inputs, value, _ = entries[0]
         entries[:] = [(stmt, {**inputs, "x": INDEX["x"]}, value, None), (30, {**inputs, "x": 30}, None, error)]
     spec = next(s for s in assignment.checks if s.function == "jax_gradients_match_recurrence")
@@ -687,7 +687,7 @@ def test_partial_results_are_clamped(assignment, oracles, base_events):
     spec = next(s for s in assignment.checks if s.id == "directional.automatic")
     view = RunView(make_snapshot(oracles["baseline"], "baseline", base_events))
     for fraction, expected in ((0.4, 0.4), (1.7, 1.0), (-2.0, 0.0)):
-        got, note = evaluate(lambda run, oracle, settings: Partial(fraction, "some"), spec, view, None, assignment.settings)
+        got, note = evaluate(lambda run, oracle, settings, fraction=fraction: Partial(fraction, "some"), spec, view, None, assignment.settings)
         assert got == expected and note == "some"
     got, note = evaluate(lambda run, oracle, settings: 1 / 0, spec, view, None, assignment.settings)
     assert got == 0 and "ZeroDivisionError" in note

@@ -20,6 +20,7 @@ import numpy as np
 import pytest
 from live_processes import processes_with
 
+from grader.model.job import Job, new_job
 from grader.runs.snapshot import Opaque, build_snapshot
 from grader.sandbox.fork_server import ForkServer
 from grader.sandbox.isolation import Bubblewrap
@@ -29,18 +30,10 @@ FAST = Limits(wall_seconds=8, soft_seconds=3, statement_grace_seconds=1, cpu_sec
               output_keep_bytes=64 * 1024, value_max_bytes=256 * 1024)
 
 
-def job(source: str, contract, probes_source: str = "", setup_source: str = "", setup_calls=(), limits: Limits = FAST) -> dict:
-    return {
-        "source": textwrap.dedent(source).lstrip("\n"),
-        "filename": "student.py",
-        "contract": list(contract),
-        "setup_source": textwrap.dedent(setup_source),
-        "setup_calls": [list(call) for call in setup_calls],
-        "probes_source": textwrap.dedent(probes_source),
-        "soft_seconds": limits.soft_seconds,
-        "statement_grace_seconds": limits.statement_grace_seconds,
-        "value_max_bytes": limits.value_max_bytes,
-    }
+def job(source: str, contract, probes_source: str = "", setup_source: str = "", setup_calls=(), limits: Limits = FAST) -> Job:
+    return new_job(textwrap.dedent(source).lstrip("\n"), "student.py", contract, limits,
+                   setup_source=textwrap.dedent(setup_source), setup_calls=setup_calls,
+                   probes_source=textwrap.dedent(probes_source))
 
 
 RUNNER = {"run_job": run_job}

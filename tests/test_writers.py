@@ -43,7 +43,7 @@ def test_atomic_write_creates_replaces_and_leaves_no_temp_files(tmp_path):
     atomic_write(target, "first\n")
     assert target.read_text() == "first\n"
     atomic_write(target, "second ünïcode\r\n")
-    assert target.read_bytes() == "second ünïcode\r\n".encode("utf-8")   # no newline translation
+    assert target.read_bytes() == "second ünïcode\r\n".encode()   # no newline translation
     assert sorted(p.name for p in target.parent.iterdir()) == ["result.json"]
 
 

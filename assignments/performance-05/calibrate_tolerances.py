@@ -81,7 +81,7 @@ def main() -> None:
             "jvp remat": jax.jvp(jax.grad(remat), (x,), (direction,))[1],
             "hessian": jax.hessian(plain)(x) @ direction,
             "jacfwd": jax.jacfwd(jax.jacfwd(plain))(x) @ direction,
-            "reverse over reverse": jax.grad(lambda y: jnp.vdot(jax.grad(plain)(y), direction))(x),
+            "reverse over reverse": jax.grad(lambda y: jnp.vdot(jax.grad(plain)(y), direction))(x),  # noqa: B023 (called here)
         }
         for hvp in hvps.values():
             record("hvp tolerances (autodiff HVPs)", vector_fraction(hvp, exact, s.hvp_rtol, s.hvp_atol_scale))

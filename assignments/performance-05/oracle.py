@@ -144,6 +144,8 @@ def _scenario_setup() -> Any:
     """scenario_setup.py (beside this file) as a module: trusted code, only its pure function is called here."""
     path = Path(__file__).with_name("scenario_setup.py")
     spec = importlib.util.spec_from_file_location("performance_05_scenario_setup", path)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"{path} cannot be imported as a Python module")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module

@@ -7,8 +7,8 @@ and widths come from the check.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Iterable
 
 import numpy as np
 
@@ -112,7 +112,7 @@ def matching_output(calls: Iterable[CallEvent], value: np.ndarray, rtol: float =
 
 def tangents(calls: Iterable[CallEvent], width: int) -> list[np.ndarray]:
     """The (width,) tangents the calls were handed (jvp tangents, linearized or pullback inputs), in order."""
-    found = []
+    found: list[np.ndarray] = []
     for call in calls:
         for tangent in call.tangents:
             if tangent.ndim == 1 and tangent.shape[0] == width and not any(np.array_equal(tangent, t) for t in found):

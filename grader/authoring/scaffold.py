@@ -153,6 +153,13 @@ def _bodies(lines: list[str]) -> list[list[str]]:
     return [_dedent(body) for _, body in _clauses(lines)]
 
 
+def end_line(node: ast.stmt) -> int:
+    """A parsed statement's last line (`ast.parse` always sets it; only a hand-built node lacks it)."""
+    if node.end_lineno is None:
+        raise ValueError(f"{type(node).__name__} at line {node.lineno} has no end line: it was not parsed from source")
+    return node.end_lineno
+
+
 def _scaffold_block(lines: list[str], rules: Rules) -> Scaffolded:
     text = "\n".join(lines)
     try:
@@ -175,7 +182,7 @@ def _scaffold_block(lines: list[str], rules: Rules) -> Scaffolded:
             out.extend(new)
             if original is not None:
                 replaced.append(original)
-        number = max(node.end_lineno for node in nodes) + 1
+        number = max(end_line(node) for node in nodes) + 1
     return Scaffolded("\n".join(out), replaced)
 
 
@@ -372,9 +379,9 @@ def _check_assert(node: ast.Assert, text: str, rules: Rules, original: str) -> t
         return _todo("assert ...", "complete this check"), original
     code = f"assert {_expression(test, node.test, text)}"
     message = None if node.msg is None else _sanitize_argument(node.msg, rules)
-    if message is not None and not (isinstance(message, ast.Constant) and message.value is ...):
+    if node.msg is not None and message is not None and not (isinstance(message, ast.Constant) and message.value is ...):
         code += f", {_expression(message, node.msg, text)}"
-    if _same(test, node.test) and (message is None or _same(message, node.msg)):
+    if _same(test, node.test) and (message is None or node.msg is None or _same(message, node.msg)):
         return [code], None
     return _todo(code, "complete this check"), original
 

@@ -20,7 +20,7 @@ from pathlib import Path
 import jinja2
 import nbformat
 
-from grader.authoring.scaffold import Rules, ScaffoldError, scaffold_region
+from grader.authoring.scaffold import Rules, ScaffoldError, end_line, scaffold_region
 from grader.common.files import atomic_write
 from grader.config.assignment import Assignment
 from grader.intake.regions import Region, RegionError, find_regions
@@ -116,16 +116,16 @@ def split_solution(source: str, starter: dict, scaffold: bool = True) -> tuple[l
     names = list(dict.fromkeys(region.name for region in regions))
     unknown, undescribed = sorted(set(prose) - set(names)), [name for name in names if name not in prose]
     if unknown or undescribed:
+        problems = ([f"unknown: {', '.join(unknown)}"] if unknown else []) + \
+            ([f"missing: {', '.join(undescribed)}"] if undescribed else [])
         raise ScaffoldError("[starter.exercises] must describe exactly the solution's exercise regions "
-                            f"({', '.join(names) or 'none'}); "
-                            + "; ".join(filter(None, [unknown and f"unknown: {', '.join(unknown)}",
-                                                      undescribed and f"missing: {', '.join(undescribed)}"])))
+                            f"({', '.join(names) or 'none'}); " + "; ".join(problems))
     rules = Rules.from_config(starter, source, ["\n".join(region.body(lines)) for region in regions])
-    spans = [(min([node.lineno] + [d.lineno for d in getattr(node, "decorator_list", [])]) - 1, node.end_lineno - 1)
+    spans = [(min([node.lineno] + [d.lineno for d in getattr(node, "decorator_list", [])]) - 1, end_line(node) - 1)
              for node in tree.body]
     skipped = set()
-    if tree.body and isinstance(tree.body[0], ast.Expr) and isinstance(getattr(tree.body[0], "value", None), ast.Constant) \
-            and isinstance(tree.body[0].value.value, str):
+    first = tree.body[0] if tree.body else None
+    if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) and isinstance(first.value.value, str):
         skipped = set(range(spans[0][0], spans[0][1] + 1))
 
     def inside_statement(index: int) -> bool:

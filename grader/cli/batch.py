@@ -8,13 +8,12 @@ resumes where it stopped.
 
 from __future__ import annotations
 
-import json
 import os
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
 
 from grader import __version__
 from grader.common.environment import environment
@@ -24,6 +23,7 @@ from grader.grading.grade import grade_one
 from grader.grading.reference import reference_facts, reference_figures
 from grader.intake.discovery import Submission, discover
 from grader.lms.canvas import Roster
+from grader.model.record import Record, record_from_json
 from grader.outputs.progress import Progress
 from grader.outputs.reports import write_reports
 from grader.outputs.writers import (
@@ -38,22 +38,22 @@ from grader.runs.runners import fast_runner
 
 @dataclass
 class BatchResult:
-    records: list[dict] = field(default_factory=list)
+    records: list[Record] = field(default_factory=list)
     reused: int = 0
     seconds: float = 0.0
     variant_seed: int = 0
     warnings: list[str] = field(default_factory=list)     # Canvas: submissions without a student and the reverse
 
 
-def previous_record(out: Path, submission: Submission, assignment: Assignment) -> dict | None:
+def previous_record(out: Path, submission: Submission, assignment: Assignment) -> Record | None:
     path = result_path(out, submission.id)
     try:
-        record = json.loads(path.read_text())
+        record = record_from_json(path.read_text())
     except (OSError, ValueError):
         return None
-    if not isinstance(record, dict) or record.get("grader_error") or record.get("grader_faults"):
+    if record.get("grader_error") or record.get("grader_faults"):
         return None   # a record the grader's own failure shaped is graded again, never reused
-    same = (isinstance(record, dict) and record.get("sha256") == submission.sha256
+    same = (record.get("sha256") == submission.sha256
             and record.get("fingerprint") == assignment.fingerprint
             and record.get("environment", {}).get("grader") == __version__ and record.get("file") == submission.relative)
     return record if same else None
@@ -73,9 +73,9 @@ def grade_folder(assignment: Assignment, folder: Path, out: Path, workers: int |
     result = BatchResult(variant_seed=seed)
     pending = []
     for submission in submissions:
-        record = None if regrade else previous_record(out, submission, assignment)
-        if record:
-            result.records.append(record)
+        previous = None if regrade else previous_record(out, submission, assignment)
+        if previous:
+            result.records.append(previous)
             result.reused += 1
         else:
             pending.append(submission)

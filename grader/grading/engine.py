@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from grader.config.assignment import Assignment, CheckSpec
+from grader.model.verdicts import passed
 from grader.runs.evidence import CallEvent
 from grader.runs.provenance import Binding, Provenance
 from grader.runs.snapshot import UNFINISHED, Missing, Opaque, Snapshot, Statement, where
@@ -35,7 +36,7 @@ class CheckResult:
 
     @property
     def passed(self) -> bool:
-        return self.score >= self.max_score
+        return passed(self.score, self.max_score)
 
 
 class RunView:
@@ -245,8 +246,8 @@ def _combine(assignment: Assignment, spec: CheckSpec, outcomes: list, snapshots:
         feedback = text
         if only_here:
             first = only_here[0]
-            feedback += (f"\nIn that run, {where(first.line, first.cell)} raised {first.error['type']}: "
-                         f"{first.error['message'][:200]}")
+            feedback += (f"\nIn that run, {where(first.line, first.cell)} raised {first.raised['type']}: "
+                         f"{first.raised['message'][:200]}")
         if scenario != "baseline" or passed_elsewhere:
             hint = assignment.scenarios[scenario].failure_hint.format(seed=snapshots[scenario].seed)
             label = f"[{scenario} run: {assignment.scenarios[scenario].description}] "

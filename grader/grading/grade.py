@@ -19,6 +19,7 @@ from grader.grading.engine import (
 from grader.intake.discovery import Submission
 from grader.intake.notebook import Cell, joined_line_places
 from grader.intake.regions import unfinished_exercises
+from grader.model.record import CheckRecord, GroupScore, OutputExcerpt, Record, RunSummary
 from grader.model.verdicts import ISOLATION_PREFIX
 from grader.runs.jobs import Runner, run_scenario, scenario_seed
 from grader.runs.provenance import Provenance
@@ -28,7 +29,7 @@ MEMORY_SIGNS = ("MemoryError", "std::bad_alloc", "Cannot allocate memory", "RESO
 
 
 def grade(assignment: Assignment, submission: Submission, facts: dict, variant_seed: int,
-          runner: Runner | None = None) -> dict[str, Any]:
+          runner: Runner | None = None) -> Record:
     if submission.problem:
         return error_record(assignment, submission, submission.problem, variant_seed)
     seeds = {name: scenario_seed(assignment, scenario, variant_seed) for name, scenario in assignment.scenarios.items()}
@@ -104,19 +105,20 @@ def unfinished_message(source: str, cells: list[Cell] | None = None) -> list[str
     return [f"Unfinished exercises (still holding `...`): {listed}."]
 
 
-def error_record(assignment: Assignment, submission: Submission, reason: str, variant_seed: int) -> dict[str, Any]:
+def error_record(assignment: Assignment, submission: Submission, reason: str, variant_seed: int) -> Record:
     checks = [CheckResult(id=spec.id, group=spec.group, score=0.0, max_score=spec.points, visibility=spec.visibility,
                           feedback=f"Not graded: {reason}") for spec in assignment.checks]
     return assemble(assignment, submission, "error", checks, [reason, *submission.notes], variant_seed)
 
 
 def assemble(assignment: Assignment, submission: Submission, status: str, checks: list[CheckResult],
-             messages: list[str], variant_seed: int, output: dict | None = None, runs: dict | None = None) -> dict[str, Any]:
-    groups = {}
+             messages: list[str], variant_seed: int, output: OutputExcerpt | None = None,
+             runs: dict[str, RunSummary] | None = None) -> Record:
+    groups: dict[str, GroupScore] = {}
     for group, info in assignment.groups.items():
         members = [c for c in checks if c.group == group]
         groups[group] = {"score": round(sum(c.score for c in members), 6), "max_score": float(info["points"])}
-    record = {
+    record: Record = {
         "submission": submission.id,
         "file": submission.relative,
         "assignment": assignment.id,
@@ -125,8 +127,7 @@ def assemble(assignment: Assignment, submission: Submission, status: str, checks
         "score": round(sum(c.score for c in checks), 6),
         "max_score": assignment.max_score,
         "groups": groups,
-        "checks": [{"id": c.id, "group": c.group, "score": c.score, "max_score": c.max_score,
-                    "visibility": c.visibility, "feedback": c.feedback} for c in checks],
+        "checks": [check_record(c) for c in checks],
         "messages": messages,
         "environment": environment(),
         "variant_seed": variant_seed,
@@ -140,14 +141,19 @@ def assemble(assignment: Assignment, submission: Submission, status: str, checks
     return record
 
 
-def run_summary(snapshot: Snapshot) -> dict[str, Any]:
+def check_record(check: CheckResult) -> CheckRecord:
+    return {"id": check.id, "group": check.group, "score": check.score, "max_score": check.max_score,
+            "visibility": check.visibility, "feedback": check.feedback}
+
+
+def run_summary(snapshot: Snapshot) -> RunSummary:
     return {"seed": snapshot.seed, "ending": snapshot.ending, "seconds": snapshot.seconds,
             "statements": len(snapshot.statements), "failed_statements": len(snapshot.failed_statements),
             "returncode": snapshot.returncode, "output_bytes": snapshot.output_bytes,
             "cpu_seconds": snapshot.cpu_seconds, "max_rss_bytes": snapshot.max_rss_bytes}
 
 
-def _output(snapshot: Snapshot) -> dict[str, Any]:
+def _output(snapshot: Snapshot) -> OutputExcerpt:
     kept = len(snapshot.output_head.encode()) + len(snapshot.output_tail.encode())
     return {"head": snapshot.output_head, "tail": snapshot.output_tail, "bytes": snapshot.output_bytes,
             "omitted_bytes": max(0, snapshot.output_bytes - kept)}
@@ -192,7 +198,7 @@ def run_messages(assignment: Assignment, scenario: str, snap: Snapshot, baseline
         errors = [s for s in errors if (s.line, s.cell) not in places]
     errors = [s for s in errors if not (s.error or {}).get("grader_fault")]
     if errors:
-        listed = "; ".join(f"{where(s.line, s.cell)}: {s.error['type']}: {s.error['message'][:160]}" for s in errors[:5])
+        listed = "; ".join(f"{where(s.line, s.cell)}: {s.raised['type']}: {s.raised['message'][:160]}" for s in errors[:5])
         messages.append(f"{run}, {len(errors)} statement(s) raised an error and the run went on past them ({listed}).")
     if snap.channel_problem:
         messages.append(f"{run}, {snap.channel_problem}.")
@@ -229,7 +235,7 @@ def _early_exit_reason(snap: Snapshot, limits) -> str:
 
 
 def grade_one(assignment: Assignment, submission: Submission, facts: dict, seed: int,
-              runner: Runner | None = None) -> dict:
+              runner: Runner | None = None) -> Record:
     """`grade`, but a grader bug still leaves a record for this student (marked as the grader's error)."""
     try:
         return grade(assignment, submission, facts, seed, runner)

@@ -154,6 +154,8 @@ def requirements(root: Path) -> str:
     lines = []
     for spec in project.get("dependencies", []):
         match = re.match(r"\s*([A-Za-z0-9][A-Za-z0-9._-]*)\s*(\[[^\]]*\])?", spec)
+        if match is None:
+            raise ValueError(f"pyproject.toml: dependency {spec!r} does not start with a package name")
         name, extras = match.group(1), {e.strip() for e in (match.group(2) or "[]")[1:-1].split(",") if e.strip()}
         if name.lower() in RUNNER_EXTRAS:
             extras.add(RUNNER_EXTRAS[name.lower()])

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from grader.lms.otter_csv import num, safe_cell
+from grader.model.record import Record
 
 STUDENT_COLUMNS = ("Student", "ID", "SIS User ID", "SIS Login ID", "Section")
 POINTS_POSSIBLE = "    Points Possible"     # as Canvas writes it in its own exports
@@ -62,14 +63,14 @@ class Roster:
     students: list[dict]
 
     @classmethod
-    def load(cls, path: Path) -> "Roster":
+    def load(cls, path: Path) -> Roster:
         with open(path, newline="", encoding="utf-8-sig") as stream:
             rows = list(csv.DictReader(stream))
         students = [{name: (row.get(name) or "").strip() for name in STUDENT_COLUMNS} for row in rows
                     if (row.get("Student") or "").strip() not in ("Points Possible", "")]
         return cls(students)
 
-    def find(self, record: dict) -> dict | None:
+    def find(self, record: Record) -> dict | None:
         download = parse_download_name(record.get("file", ""))
         if download is not None:
             found = next((s for s in self.students if s["ID"] == download.user_id), None)
@@ -82,7 +83,7 @@ class Roster:
         return None
 
 
-def canvas_rows(records: list[dict], roster: Roster | None) -> tuple[list[tuple[dict, dict]], list[str]]:
+def canvas_rows(records: list[Record], roster: Roster | None) -> tuple[list[tuple[dict, Record]], list[str]]:
     """(student, record) per row, and the warnings: submissions without a student, students without one."""
     rows, warnings, matched = [], [], set()
     for record in sorted(records, key=lambda r: r["submission"]):
@@ -102,7 +103,7 @@ def canvas_rows(records: list[dict], roster: Roster | None) -> tuple[list[tuple[
     return rows, warnings
 
 
-def canvas_csv(records: list[dict], header: str, points_possible: float, roster: Roster | None = None) -> tuple[str, list[str]]:
+def canvas_csv(records: list[Record], header: str, points_possible: float, roster: Roster | None = None) -> tuple[str, list[str]]:
     """The Canvas gradebook import, and the warnings about who was (not) matched."""
     rows, warnings = canvas_rows(records, roster)
     stream = io.StringIO()
@@ -114,6 +115,6 @@ def canvas_csv(records: list[dict], header: str, points_possible: float, roster:
     return stream.getvalue(), warnings
 
 
-def late(record: dict) -> bool:
+def late(record: Record) -> bool:
     download = parse_download_name(record.get("file", ""))
     return bool(download and download.late)

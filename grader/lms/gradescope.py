@@ -24,6 +24,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from grader.common.markdown import md_block
+from grader.model.record import CheckRecord, Record
+from grader.model.verdicts import passed
 
 GRADESCOPE_VISIBILITIES = ["hidden", "after_due_date", "after_published", "visible"]
 
@@ -75,27 +77,27 @@ class OtterSettings:
     force_public_test_summary: bool = True
 
     @classmethod
-    def from_config(cls, config: Any) -> "OtterSettings":
+    def from_config(cls, config: Any) -> OtterSettings:
         """From otter's AutograderConfig (or a dict of its keys)."""
         get = config.get if isinstance(config, dict) else (lambda key, default=None: getattr(config, key, default))
         defaults = cls()
         return cls(**{name: get(name, getattr(defaults, name)) for name in cls.__dataclass_fields__})
 
 
-def hidden_output(check: dict) -> str:
+def hidden_output(check: CheckRecord) -> str:
     """What a hidden check says on Gradescope: that it exists and its points, nothing it compared."""
     verdict = "passed" if _passed(check) else "did not pass"
     return f"Hidden check {verdict} ({check['score']:g}/{check['max_score']:g}); its details are not shown."
 
 
-def check_output(check: dict, show_hidden: bool = False) -> str:
+def check_output(check: CheckRecord, show_hidden: bool = False) -> str:
     """The `output` of a check's test entry (the feedback, or the fixed sentence for a hidden check), as Markdown."""
     if check["visibility"] == "hidden" and not show_hidden:
         return hidden_output(check)
     return md_block(check["feedback"], indent="")
 
 
-def test_visibility(check: dict, settings: OtterSettings, all_visible: bool) -> str:
+def test_visibility(check: CheckRecord, settings: OtterSettings, all_visible: bool) -> str:
     if check["visibility"] == "hidden":
         if settings.show_all_public and all_visible:
             return "visible"
@@ -103,7 +105,7 @@ def test_visibility(check: dict, settings: OtterSettings, all_visible: bool) -> 
     return check["visibility"]
 
 
-def test_entry(check: dict, number: str = "", title: str | None = None, settings: OtterSettings = OtterSettings(),
+def test_entry(check: CheckRecord, number: str = "", title: str | None = None, settings: OtterSettings = OtterSettings(),
                all_visible: bool = False) -> dict[str, Any]:
     entry = {
         "name": title or check["id"],
@@ -119,7 +121,7 @@ def test_entry(check: dict, number: str = "", title: str | None = None, settings
     return entry
 
 
-def submission_output(record: dict) -> str:
+def submission_output(record: Record) -> str:
     """The top-level `output` (always shown to the student, plain text): score, status and the run notes."""
     lines = [f"{record.get('title') or record.get('assignment', '')}: {record['score']:g} / {record['max_score']:g}"]
     if record["status"] == "error":
@@ -128,7 +130,7 @@ def submission_output(record: dict) -> str:
     return "\n".join(lines)
 
 
-def public_summary(record: dict) -> dict[str, Any]:
+def public_summary(record: Record) -> dict[str, Any]:
     """otter's "Public Tests" entry: which visible checks passed."""
     visible = [c for c in record["checks"] if c["visibility"] == "visible"]
     failed = [c["id"] for c in visible if not _passed(c)]
@@ -138,7 +140,7 @@ def public_summary(record: dict) -> dict[str, Any]:
             "visibility": "visible", "output": md_block(text, indent=""), "output_format": "md"}
 
 
-def total_score(record: dict, settings: OtterSettings) -> float:
+def total_score(record: Record, settings: OtterSettings) -> float:
     """The submission's score as otter reports it: scaled to points_possible, or all-or-nothing at a threshold."""
     fraction = record["score"] / record["max_score"] if record["max_score"] else 0.0
     if settings.score_threshold is not None:
@@ -149,7 +151,7 @@ def total_score(record: dict, settings: OtterSettings) -> float:
     return record["score"]
 
 
-def results_json(record: dict, execution_time: float | None = None, settings: OtterSettings = OtterSettings(),
+def results_json(record: Record, execution_time: float | None = None, settings: OtterSettings = OtterSettings(),
                  titles: dict[str, str] | None = None) -> dict[str, Any]:
     """Gradescope's results.json for one record. `execution_time` defaults to the longest scenario run (scenarios
     run side by side); stdout (the autograder's own log) is hidden unless otter's `show_stdout` says otherwise.
@@ -175,5 +177,5 @@ def results_json(record: dict, execution_time: float | None = None, settings: Ot
     }
 
 
-def _passed(check: dict) -> bool:
-    return check["score"] >= check["max_score"]
+def _passed(check: CheckRecord) -> bool:
+    return passed(check["score"], check["max_score"])

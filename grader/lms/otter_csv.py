@@ -12,11 +12,13 @@ from __future__ import annotations
 import csv
 import io
 
+from grader.model.record import Record
+
 POINTS_POSSIBLE_LABEL = "points-per-question"      # otter.grade.utils.POINTS_POSSIBLE_LABEL
 COMPLETED = "Completed"
 
 
-def final_grades_csv(records: list[dict], checks: list[tuple[str, float]]) -> str:
+def final_grades_csv(records: list[Record], checks: list[tuple[str, float]]) -> str:
     """otter's final_grades.csv. `checks`: (check id, points) for every check of the assignment."""
     questions = sorted(checks)
     total = sum(points for _, points in questions)
@@ -34,7 +36,7 @@ def final_grades_csv(records: list[dict], checks: list[tuple[str, float]]) -> st
     return stream.getvalue()
 
 
-def entry_name(record: dict) -> str:
+def entry_name(record: Record) -> str:
     """The name of the submission's entry in the submissions folder, as otter's `file` column gives it: the file's
     name, or the folder's for a Gradescope-style folder (never a path inside it)."""
     return str(record["file"]).split("/")[0]

@@ -42,6 +42,8 @@ from grader.lms.gradescope import (
     results_json,
     submission_output,
 )
+from grader.model.record import CheckRecord, Record
+from grader.model.verdicts import passed
 from grader.runs.jobs import fresh_variant_seed
 
 PLUGIN_NAME = "grader.lms.otter_plugin.SandboxedGrader"   # as otter_config.json names it
@@ -65,12 +67,12 @@ class CheckFile(TestFile):
     """One of our checks as an otter test file with one test case; scores come from our record."""
 
     @classmethod
-    def from_check(cls, check: dict) -> "CheckFile":
+    def from_check(cls, check: CheckRecord) -> CheckFile:
         case = TestCase(name=check["id"], body=None, hidden=check["visibility"] != "visible",
                         points=check["max_score"], success_message=None, failure_message=None)
         test_file = cls(check["id"], check["id"], [case], all_or_nothing=False)
         test_file.test_case_results = [TestCaseResult(test_case=case, message=check_output(check),
-                                                      passed=check["score"] >= check["max_score"])]
+                                                      passed=passed(check["score"], check["max_score"]))]
         test_file.update_score(check["score"])   # partial credit within a check
         return test_file
 
@@ -89,12 +91,12 @@ class CheckFile(TestFile):
 class SandboxedGradingResults(GradingResults):
     """otter's results object for one of our records; its Gradescope form is our results.json."""
 
-    record: dict = {}
+    record: Record               # set by from_record, the only way one is made
     execution_time: float = 0.0
     titles: dict = {}
 
     @classmethod
-    def from_record(cls, record: dict, execution_time: float, titles: dict[str, str]) -> "SandboxedGradingResults":
+    def from_record(cls, record: Record, execution_time: float, titles: dict[str, str]) -> SandboxedGradingResults:
         results = cls.__new__(cls)
         GradingResults.__init__(results, [])
         for check in record["checks"]:
@@ -156,7 +158,7 @@ class SandboxedRunner(AbstractLanguageRunner):
                                       assignment.max_submission_bytes)
 
 
-def report(record: dict) -> str:
+def report(record: Record) -> str:
     """Printed to the autograder's stdout (hidden from students by default): scores only, no feedback."""
     lines = [f"Sandboxed grader: {record['score']:g} / {record['max_score']:g} ({record['status']}), "
              f"variant seed {record['variant_seed']}"]
@@ -178,7 +180,9 @@ def sandboxed_runner(otter_config: dict, **kwargs: Any) -> SandboxedRunner | Non
 def install(module: Any = None) -> None:
     """Make otter's autograder create a SandboxedRunner for configs that name our plugin."""
     if module is None:
-        import otter.run.run_autograder as module
+        import otter.run.run_autograder as otter_autograder
+
+        module = otter_autograder
     original = module.create_runner
     if getattr(original, "_sandboxed", False):
         return

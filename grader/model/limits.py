@@ -20,7 +20,13 @@ class Limits:
     value_max_bytes: int = 1024**2
     scratch_bytes: int = 256 * 1024**2
 
+    def rlimits(self) -> dict[str, int]:
+        """The kernel rlimits of every student process, by `prlimit` option name (RLIMIT_<NAME>); the one list that
+        `prlimit`, the spawned pid and the fork server all apply. RLIMIT_DATA, not RLIMIT_AS, which breaks JAX."""
+        return {"data": self.memory_bytes, "cpu": int(self.cpu_seconds), "fsize": self.file_size_bytes,
+                "nproc": self.max_processes, "core": 0}
+
     @classmethod
-    def from_config(cls, table: dict) -> "Limits":
+    def from_config(cls, table: dict) -> Limits:
         known = {name: table[name] for name in cls.__dataclass_fields__ if name in table}
         return cls(**known)

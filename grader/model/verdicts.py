@@ -3,18 +3,32 @@
 from __future__ import annotations
 
 import re
+from typing import Literal
+
+from grader.model.record import Record
 
 ISOLATION_PREFIX = "Isolation used: "          # the record message that names the sandbox a run used
 LIMIT_ENDINGS = {"killed_wall", "exited_early"}
 LIMIT_WORDS = re.compile(r"\blimit\b|ran out of memory|was stopped|killed by|only the first and last", re.IGNORECASE)
 
 
-def mark(score: float, max_score: float) -> str:
+# Scores are stored rounded to 6 decimals and group totals are sums of them: a full score may fall a hair short.
+FULL_SCORE_SLACK = 1e-9
+
+Mark = Literal["pass", "partial", "fail"]
+
+
+def passed(score: float, max_score: float) -> bool:
+    """The one definition of a full score (a check, a group or a submission), used by every output."""
+    return score >= max_score - FULL_SCORE_SLACK
+
+
+def mark(score: float, max_score: float) -> Mark:
     """"pass", "partial" or "fail"."""
-    return "pass" if score >= max_score else ("partial" if score > 0 else "fail")
+    return "pass" if passed(score, max_score) else ("partial" if score > 0 else "fail")
 
 
-def limit_notes(record: dict) -> list[str]:
+def limit_notes(record: Record) -> list[str]:
     """Why a submission counts as having hit a limit (empty when it did not)."""
     notes = [m for m in record.get("messages", []) if isinstance(m, str) and not m.startswith(ISOLATION_PREFIX)
              and LIMIT_WORDS.search(m)]

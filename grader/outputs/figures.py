@@ -23,6 +23,7 @@ import numpy as np
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch
+from matplotlib.ticker import MaxNLocator
 from PIL import Image  # Pillow: a dependency of matplotlib
 
 MAX_PANELS = 6
@@ -58,6 +59,7 @@ class ReadFigure:
 
 def _text(value: Any, limit: int = MAX_TEXT) -> str | None:
     """A short label from a scalar; None for anything else (a list, a dict...)."""
+    text: str | None
     if isinstance(value, str):
         text = " ".join(value.split())
     elif isinstance(value, bool) or value is None:
@@ -393,7 +395,9 @@ def score_histogram(percents: list[float]) -> str:
     ax.set_xticklabels(labels, fontsize=8)
     ax.set_xlabel("score (% of the maximum)", fontsize=9)
     ax.set_ylabel("submissions", fontsize=9)
-    ax.yaxis.get_major_locator().set_params(integer=True)
+    locator = ax.yaxis.get_major_locator()
+    assert isinstance(locator, MaxNLocator), f"matplotlib's default y locator is now {type(locator).__name__}"
+    locator.set_params(integer=True)
     ax.margins(y=0.15)
     ax.set_title(f"Score distribution ({len(percents)} submissions)", fontsize=10)
     return data_uri(_png(figure, CHART_DPI))

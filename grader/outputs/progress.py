@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import sys
 import time
-from typing import Callable, TextIO
+from collections.abc import Callable
+from typing import TextIO
+
+from grader.model.record import Record
 
 
 class Progress:
@@ -21,7 +24,7 @@ class Progress:
         self._bar_shown = False
 
     @classmethod
-    def lines(cls, write: Callable[[str], None]) -> "Progress":
+    def lines(cls, write: Callable[[str], None]) -> Progress:
         """Plain lines through `write` (tests pass `lambda line: None`)."""
         return cls(write=write, terminal=False)
 
@@ -33,7 +36,7 @@ class Progress:
         self.total, self.done, self.started = total, 0, time.monotonic()
         self._draw()
 
-    def advance(self, record: dict) -> None:
+    def advance(self, record: Record) -> None:
         self.done += 1
         if self.terminal:
             self._draw()

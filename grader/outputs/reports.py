@@ -15,7 +15,7 @@ import html
 import re
 import time
 from collections import Counter
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +24,8 @@ from markupsafe import Markup, escape
 
 from grader.common.files import atomic_write
 from grader.intake.discovery import safe_filename
-from grader.model.verdicts import ISOLATION_PREFIX, limit_notes, mark
+from grader.model.record import Record
+from grader.model.verdicts import ISOLATION_PREFIX, limit_notes, mark, passed
 from grader.outputs.writers import STUDENT_VISIBLE
 
 TEMPLATES = Path(__file__).with_name("report_templates")
@@ -59,7 +60,7 @@ def feedback_page_name(submission_id: str) -> str:
     return f"{safe_filename(submission_id)}.feedback.html"
 
 
-def _percent(record: dict) -> float:
+def _percent(record: Record) -> float:
     return 100.0 * record["score"] / record["max_score"] if record.get("max_score") else 0.0
 
 
@@ -73,7 +74,7 @@ def _scenario_descriptions(assignment) -> dict[str, str]:
     return {name: getattr(s, "description", "") for name, s in scenarios.items()}
 
 
-def _isolation(record: dict) -> str | None:
+def _isolation(record: Record) -> str | None:
     for message in record.get("messages", []):
         if isinstance(message, str) and message.startswith(ISOLATION_PREFIX):
             return message[len(ISOLATION_PREFIX):].rstrip(".")
@@ -82,7 +83,7 @@ def _isolation(record: dict) -> str | None:
 
 # ---- class report ------------------------------------------------------------------------------------
 
-def class_context(records: list[dict], assignment, run_info: dict) -> dict[str, Any]:
+def class_context(records: list[Record], assignment, run_info: dict) -> dict[str, Any]:
     records = sorted(records, key=lambda r: str(r.get("submission")))
     graded = [r for r in records if r.get("status") == "graded"]
     errored = [r for r in records if r.get("status") != "graded"]
@@ -100,7 +101,7 @@ def class_context(records: list[dict], assignment, run_info: dict) -> dict[str, 
     check_rows = []
     for check_id in check_order:
         results = [c for r in graded for c in r.get("checks", []) if c["id"] == check_id]
-        full = sum(1 for c in results if c["score"] >= c["max_score"])
+        full = sum(1 for c in results if passed(c["score"], c["max_score"]))
         partial = sum(1 for c in results if 0 < c["score"] < c["max_score"])
         n = len(results)
         check_rows.append({"id": check_id, **check_info[check_id], "n": n, "full": full, "partial": partial,
@@ -113,7 +114,7 @@ def class_context(records: list[dict], assignment, run_info: dict) -> dict[str, 
         scores = [r["groups"][group] for r in graded if group in r.get("groups", {})]
         n = len(scores)
         maximum = scores[0]["max_score"] if scores else 0.0
-        full = sum(1 for s in scores if s["score"] >= s["max_score"])
+        full = sum(1 for s in scores if passed(s["score"], s["max_score"]))
         group_rows.append({"name": group, "title": titles.get(group, group), "n": n, "full": full,
                            "rate": full / n if n else 0.0, "max_score": maximum,
                            "mean": sum(s["score"] for s in scores) / n if n else 0.0})
@@ -140,7 +141,7 @@ def class_context(records: list[dict], assignment, run_info: dict) -> dict[str, 
     return {
         "title": getattr(assignment, "title", "") or getattr(assignment, "id", ""),
         "assignment_id": getattr(assignment, "id", ""),
-        "generated": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        "generated": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
         "n": len(records), "n_graded": len(graded), "n_errored": len(errored),
         "max_score": getattr(assignment, "max_score", records[0]["max_score"] if records else 0.0),
         "mean": sum(percents) / len(percents) if percents else 0.0,
@@ -165,7 +166,7 @@ def class_context(records: list[dict], assignment, run_info: dict) -> dict[str, 
 
 # ---- per-student page --------------------------------------------------------------------------------
 
-def student_context(record: dict, assignment, reference_figures: dict, cache,
+def student_context(record: Record, assignment, reference_figures: dict, cache,
                     reference_images: dict[str, tuple]) -> dict[str, Any]:
     """The feedback page's data; `cache` is a figures.FigureCache shared by the run's pages."""
     fig = _figures()
@@ -173,7 +174,7 @@ def student_context(record: dict, assignment, reference_figures: dict, cache,
     descriptions = _scenario_descriptions(assignment)
     figure_name = getattr(assignment, "figure_name", None) or "figure"
     sections: list[dict] = []
-    current = None
+    current: dict[str, Any] | None = None
     for check in record.get("checks", []):
         if check.get("visibility") not in STUDENT_VISIBLE:
             continue
@@ -214,8 +215,8 @@ def student_context(record: dict, assignment, reference_figures: dict, cache,
                             "notes": notes, "reference_image": ref_image, "reference_notes": ref_notes,
                             "differences": fig.differences(mine, theirs)})
 
-    output = record.get("output") or {}
-    head, tail = str(output.get("head") or ""), str(output.get("tail") or "")
+    output = record.get("output")
+    head, tail = (str(output.get("head") or ""), str(output.get("tail") or "")) if output else ("", "")
     cut_head = max(0, len(head) - OUTPUT_SHOWN_CHARS)
     cut_tail = max(0, len(tail) - OUTPUT_SHOWN_CHARS)
     return {
@@ -226,7 +227,7 @@ def student_context(record: dict, assignment, reference_figures: dict, cache,
         "groups": groups, "sections": sections, "messages": record.get("messages", []),
         "figure_name": figure_name, "figures": figures,
         "output_head": head[:OUTPUT_SHOWN_CHARS], "output_tail": tail[cut_tail:],
-        "output_cut": cut_head + cut_tail, "output_omitted": output.get("omitted_bytes", 0) or 0,
+        "output_cut": cut_head + cut_tail, "output_omitted": (output.get("omitted_bytes", 0) or 0) if output else 0,
         "has_output": bool(head or tail),
     }
 
@@ -238,7 +239,7 @@ def _fallback_page(title: str, problem: str) -> str:
             f"<p>{html.escape(problem)}</p></body></html>\n")
 
 
-def write_reports(out: Path, records: list[dict], assignment, reference_figures: dict | None,
+def write_reports(out: Path, records: list[Record], assignment, reference_figures: dict | None,
                   run_info: dict | None) -> list[Path]:
     """Write OUT/report.html and OUT/<safe id>.feedback.html for every record; returns the paths written."""
     started = time.monotonic()

@@ -4,17 +4,18 @@ from __future__ import annotations
 
 import statistics
 
-from grader.model.verdicts import limit_notes
+from grader.model.record import Record
+from grader.model.verdicts import limit_notes, passed
 
 LISTED = 40   # submissions listed one per line up to this many; beyond, only the ones that need a look
 
 
-def summary_table(records: list[dict], groups: dict[str, dict]) -> str:
+def summary_table(records: list[Record], groups: dict[str, dict]) -> str:
     graded = [r for r in records if r["status"] == "graded"]
     lines = [f"{'group':<24} {'points':>6} {'mean':>7} {'full marks':>11}"]
     for group, info in groups.items():
-        scores = [r["groups"].get(group, {}).get("score", 0.0) for r in graded]
-        full = sum(1 for s in scores if s >= float(info["points"]) - 1e-9)
+        scores = [r["groups"][group]["score"] if group in r["groups"] else 0.0 for r in graded]
+        full = sum(1 for s in scores if passed(s, float(info["points"])))
         mean = statistics.fmean(scores) if scores else 0.0
         lines.append(f"{group:<24} {float(info['points']):>6g} {mean:>7.1f} {full:>5}/{len(scores):<5}")
     totals = [r["score"] for r in graded]

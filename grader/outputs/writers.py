@@ -13,6 +13,7 @@ from grader.intake.discovery import safe_filename
 from grader.lms.canvas import Roster, canvas_csv, column_header, late
 from grader.lms.gradescope import OtterSettings, results_json
 from grader.lms.otter_csv import final_grades_csv, safe_cell
+from grader.model.record import Record, record_to_json
 from grader.model.verdicts import mark
 
 STUDENT_VISIBLE = ("visible", "after_due_date", "after_published")
@@ -22,8 +23,8 @@ def result_path(out: Path, submission_id: str) -> Path:
     return out / f"{safe_filename(submission_id)}.json"
 
 
-def write_result(out: Path, record: dict) -> None:
-    atomic_write(result_path(out, record["submission"]), json.dumps(record, indent=2, allow_nan=False, default=str) + "\n")
+def write_result(out: Path, record: Record) -> None:
+    atomic_write(result_path(out, record["submission"]), record_to_json(record))
     atomic_write(out / f"{safe_filename(record['submission'])}.feedback.md", feedback_markdown(record, STUDENT_VISIBLE))
 
 
@@ -31,7 +32,7 @@ def gradescope_path(out: Path, submission_id: str) -> Path:
     return out / "gradescope" / f"{safe_filename(submission_id)}.json"
 
 
-def write_lms_outputs(out: Path, records: list[dict], assignment, roster: Roster | None = None) -> list[str]:
+def write_lms_outputs(out: Path, records: list[Record], assignment, roster: Roster | None = None) -> list[str]:
     """The LMS files: `gradescope/<id>.json` (Gradescope results.json), `final_grades.csv` (otter), `canvas.csv`
     (and `canvas-warnings.txt`). Returns the Canvas warnings (who matched no student, who has no submission)."""
     for record in records:
@@ -54,13 +55,13 @@ def check_titles(assignment) -> dict[str, str]:
     return {spec.id: spec.title for spec in assignment.checks}
 
 
-def grades_csv(records: list[dict], groups: list[str]) -> str:
+def grades_csv(records: list[Record], groups: list[str]) -> str:
     """One row a submission: id, each group's score, total, max, percent, status."""
     stream = io.StringIO()
     writer = csv.writer(stream, lineterminator="\n")
     writer.writerow(["submission", *groups, "total", "max_score", "percent", "status", "late"])
     for record in sorted(records, key=lambda r: r["submission"]):
-        scores = [_num(record["groups"].get(g, {}).get("score", 0.0)) for g in groups]
+        scores = [_num(record["groups"][g]["score"] if g in record["groups"] else 0.0) for g in groups]
         percent = 100.0 * record["score"] / record["max_score"] if record["max_score"] else 0.0
         writer.writerow([safe_cell(record["submission"]), *scores, _num(record["score"]), _num(record["max_score"]),
                          _num(round(percent, 2)), record["status"], "late" if late(record) else ""])
@@ -71,7 +72,7 @@ def _num(value: float) -> str:
     return f"{value:g}"
 
 
-def feedback_markdown(record: dict, visibilities: tuple[str, ...] = STUDENT_VISIBLE) -> str:
+def feedback_markdown(record: Record, visibilities: tuple[str, ...] = STUDENT_VISIBLE) -> str:
     """The student's report: score, per-group table, each check's feedback, run notes, output head/tail.
 
     Hidden checks are left out (the file is handed to students once grades are released). Everything that can
@@ -96,8 +97,8 @@ def feedback_markdown(record: dict, visibilities: tuple[str, ...] = STUDENT_VISI
         lines.append(f"- **{verdict}** `{check['id']}` ({check['score']:g}/{check['max_score']:g}): {md_block(check['feedback'])}")
     if record["messages"]:
         lines += ["", "## Notes on your run", ""] + [f"- {md_block(m)}" for m in record["messages"]]
-    output = record.get("output") or {}
-    if output.get("head") or output.get("tail"):
+    output = record.get("output")
+    if output and (output.get("head") or output.get("tail")):
         text = output.get("head", "")
         if output.get("tail"):
             text += f"\n... ({output.get('omitted_bytes', 0)} bytes omitted) ...\n" + output["tail"]

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import base64
 import secrets
-from typing import Callable
+from collections.abc import Callable
 
 from grader.config.assignment import Assignment, Scenario
 from grader.intake.notebook import Cell
+from grader.model.job import Job, new_job
 from grader.model.limits import Limits
 from grader.runs.snapshot import Snapshot, build_snapshot
 from grader.sandbox.process import RawRun, run_job
@@ -26,29 +26,17 @@ def fresh_variant_seed(assignment: Assignment) -> int:
 
 
 def make_job(assignment: Assignment, scenario: Scenario, seed: int, source: str, filename: str,
-             cells: list[Cell] | None = None, data: bytes = b"") -> dict:
+             cells: list[Cell] | None = None, data: bytes = b"") -> Job:
     """The job the harness runs: the code (a notebook as its cells), the scenario's set-up, probes and limits."""
     params = {**assignment.parameters, "seed": seed}
-    limits = assignment.limits
-    return {
-        "source": source,
-        "cells": [{"number": cell.number, "source": cell.source} for cell in cells] if cells else None,
-        "file_b64": base64.b64encode(data).decode("ascii"),
-        "evidence": assignment.evidence,
-        "filename": filename,
-        "contract": assignment.contract,
-        "setup_source": assignment.setup_source,
-        "setup_calls": [[name, params] for name in scenario.setup],
-        "probes_source": assignment.probes_source,
-        "soft_seconds": limits.soft_seconds,
-        "statement_grace_seconds": limits.statement_grace_seconds,
-        "value_max_bytes": limits.value_max_bytes,
-        "notebook": filename.lower().endswith(".ipynb"),
-    }
+    return new_job(source, filename, assignment.contract, assignment.limits, setup_source=assignment.setup_source,
+                   setup_calls=[(name, params) for name in scenario.setup], probes_source=assignment.probes_source,
+                   cells=[{"number": cell.number, "source": cell.source} for cell in cells] if cells else None,
+                   data=data, evidence=assignment.evidence)
 
 
 # How a job is run: `sandbox.run_job` (a fresh sandboxed interpreter) or `zygote.ForkServer.run_job`.
-Runner = Callable[[dict, Limits], RawRun]
+Runner = Callable[[Job, Limits], RawRun]
 
 
 def run_scenario(assignment: Assignment, scenario: Scenario, seed: int, source: str, filename: str,

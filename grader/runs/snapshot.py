@@ -161,6 +161,13 @@ class Statement:
         """The error was raised by the grader's own code in the run (a scenario replacement or a probe)."""
         return bool(self.error and self.error.get("grader_fault"))
 
+    @property
+    def raised(self) -> dict:
+        """The error this statement raised; asking a statement that raised nothing is the grader's bug."""
+        if self.error is None:
+            raise ValueError(f"statement {self.index} (line {self.line}) raised no error")
+        return self.error
+
 
 def where(line: int | None, cell: int | None = None) -> str:
     """How feedback cites a place: "line 12", or "cell 3, line 2" in a notebook."""
@@ -211,7 +218,7 @@ class Snapshot:
     def grader_faults(self) -> list[str]:
         """Why this run cannot be held against the student: the grader's own code failed in it."""
         faults = [f"the grader's set-up failed ({self.setup_error})"] if self.setup_error else []
-        faults += [f"{where(s.line, s.cell)} raised {s.error['type']} inside the grader's own code"
+        faults += [f"{where(s.line, s.cell)} raised {s.raised['type']} inside the grader's own code"
                    for s in self.statements if s.grader_fault]
         return faults
 
@@ -263,9 +270,10 @@ def _apply_frame(snap: Snapshot, frame: dict) -> dict | None:
         history.append((index, value))
     elif kind == "probe" and isinstance(frame.get("name"), str):
         name = frame["name"]
-        inputs = frame.get("inputs") if isinstance(frame.get("inputs"), dict) else {}
-        used = {str(k)[:100]: _int(v) for k, v in list(inputs.items())[:20]}
-        history = snap.probe_history.setdefault(name, [])
+        inputs = frame.get("inputs")
+        used = {str(k)[:100]: _int(v) for k, v in list(inputs.items())[:20]} if isinstance(inputs, dict) else {}
+        entries = snap.probe_history.setdefault(name, [])
+        entry: tuple[int, dict[str, int], Any, dict | None]
         if isinstance(frame.get("error"), dict):
             error = _error(frame["error"])
             snap.probe_errors[name] = error
@@ -276,8 +284,8 @@ def _apply_frame(snap: Snapshot, frame: dict) -> dict | None:
             snap.probes[name] = value
             snap.probe_errors.pop(name, None)
             entry = (_int(frame.get("stmt")), used, value, None)
-        if len(history) < MAX_HISTORY:
-            history.append(entry)
+        if len(entries) < MAX_HISTORY:
+            entries.append(entry)
     elif kind == "call":
         if len(snap.calls) < MAX_CALLS:
             snap.calls.append(decode_call(frame, decode_array))
@@ -319,7 +327,8 @@ def _set_ending(snap: Snapshot, raw: RawRun, done: dict | None) -> None:
         snap.exit_line = _int(done.get("line")) if done.get("line") is not None else None
         snap.exit_cell = _cell(done.get("cell"))
         snap.soft_limit_hit = bool(done.get("soft_limit_hit"))
-        evidence = done.get("evidence") if isinstance(done.get("evidence"), dict) else {}
+        found = done.get("evidence")
+        evidence: dict = found if isinstance(found, dict) else {}
         snap.evidence.calls = max(0, _int(evidence.get("calls")))
         snap.evidence.omitted = max(0, _int(evidence.get("omitted")))
         if evidence.get("problem"):

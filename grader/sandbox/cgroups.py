@@ -66,7 +66,7 @@ class CgroupTree:
         self.batch = batch           # controller -> the batch's directory
 
     @classmethod
-    def create(cls) -> "CgroupTree | None":
+    def create(cls) -> CgroupTree | None:
         if os.geteuid() != 0:
             return None
         name = f"grader-{os.getpid()}-{secrets.token_hex(3)}"
@@ -80,7 +80,7 @@ class CgroupTree:
         return None
 
     @classmethod
-    def _create_v2(cls, name: str) -> "CgroupTree | None":
+    def _create_v2(cls, name: str) -> CgroupTree | None:
         if not (ROOT / "cgroup.controllers").is_file():
             return None
         own = _own_paths().get("")
@@ -100,7 +100,7 @@ class CgroupTree:
         return cls(2, {c: batch for c in V1_CONTROLLERS})
 
     @classmethod
-    def _create_v1(cls, name: str) -> "CgroupTree | None":
+    def _create_v1(cls, name: str) -> CgroupTree | None:
         own = _own_paths()
         batch = {}
         for controller in V1_CONTROLLERS:

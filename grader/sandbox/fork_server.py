@@ -32,11 +32,13 @@ import threading
 import time
 from pathlib import Path
 
+from grader.model.job import Job
 from grader.model.limits import Limits
 from grader.sandbox.isolation import (
     NAMESPACES,
     UIDS,
     Bubblewrap,
+    installed,
     parents_traversable,
     strongest_available,
     system_view,
@@ -108,7 +110,7 @@ class ForkServer:
 
     # ---- lifecycle ----------------------------------------------------------------------------------------
 
-    def start(self) -> "ForkServer":
+    def start(self) -> ForkServer:
         if os.geteuid() != 0 or not isinstance(strongest_available(), Bubblewrap):
             raise ForkServerError("the fork server needs root and bubblewrap")
         server = self._launch()
@@ -122,7 +124,7 @@ class ForkServer:
         copy_child_runtime(runtime)
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         log = tempfile.TemporaryFile()
-        argv = [Bubblewrap.bwrap, *NAMESPACES, *system_view(Limits().scratch_bytes),
+        argv = [installed(Bubblewrap.bwrap, "bwrap"), *NAMESPACES, *system_view(Limits().scratch_bytes),
                 *parents_traversable(Path(RUNTIME)), "--ro-bind", str(runtime), RUNTIME]
         if self.compile_cache:
             argv += ["--ro-bind", str(self.compile_cache), CACHE]
@@ -156,7 +158,7 @@ class ForkServer:
         if server is not None:
             server.close()
 
-    def __enter__(self) -> "ForkServer":
+    def __enter__(self) -> ForkServer:
         return self.start()
 
     def __exit__(self, *exc) -> None:
@@ -214,7 +216,7 @@ class ForkServer:
 
     # ---- one run ------------------------------------------------------------------------------------------
 
-    def run_job(self, job: dict, limits: Limits) -> RawRun:
+    def run_job(self, job: Job, limits: Limits) -> RawRun:
         """Run one harness job in a fresh isolated child of the fork server; always returns.
 
         A failure of the server or of the sandbox's set-up is the grader's: the run is tried again on a healthy
@@ -234,7 +236,7 @@ class ForkServer:
                 return raw
         return run_job(job, limits)
 
-    def _run_once(self, server: _Server, job: dict, limits: Limits) -> tuple[RawRun, bool]:
+    def _run_once(self, server: _Server, job: Job, limits: Limits) -> tuple[RawRun, bool]:
         """The run's RawRun, and whether the server itself failed (it never depends on what the run did)."""
         started = time.monotonic()
         raw = RawRun(isolation=self.description)
@@ -248,7 +250,8 @@ class ForkServer:
         request = {"uid": uid, "workdir": workdir, "environment": child_environment(Path(workdir)),
                    "limits": {"wall_seconds": limits.wall_seconds, "cpu_seconds": int(limits.cpu_seconds),
                               "memory_bytes": limits.memory_bytes, "file_size_bytes": limits.file_size_bytes,
-                              "max_processes": limits.max_processes, "scratch_bytes": limits.scratch_bytes}}
+                              "max_processes": limits.max_processes, "scratch_bytes": limits.scratch_bytes,
+                              "rlimits": limits.rlimits()}}
         if group is not None:
             request["cgroup_procs"] = [f"{CGROUPS}/{controller}/{path.name}/cgroup.procs"
                                        for controller, path in sorted(group.paths.items())]

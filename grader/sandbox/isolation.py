@@ -37,10 +37,16 @@ SYSTEM_LINKS_OR_DIRS = ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
 UID_RANGE = (200_000, 2_000_000_000)   # far above any account; one uid per concurrent run
 
 
+def installed(tool: str | None, name: str) -> str:
+    """A tool's path, found by `shutil.which` at import; a strategy is only chosen when its tools exist."""
+    if tool is None:
+        raise RuntimeError(f"`{name}` is not installed, so this isolation strategy cannot be used")
+    return tool
+
+
 def limit_arguments(limits: Limits) -> list[str]:
-    """`prlimit` options for the limits (RLIMIT_DATA, not RLIMIT_AS, which breaks JAX)."""
-    return [f"--data={limits.memory_bytes}", f"--cpu={int(limits.cpu_seconds)}", f"--fsize={limits.file_size_bytes}",
-            f"--nproc={limits.max_processes}", "--core=0"]
+    """`prlimit` options for the limits."""
+    return [f"--{name}={value}" for name, value in limits.rlimits().items()]
 
 
 class UidPool:
@@ -86,7 +92,7 @@ class Isolation:
         """The full command line: limits, then namespaces, then the uid switch, then `argv`."""
         inner = list(argv)
         if uid is not None and self.switches_uid:
-            inner = [self.setpriv, f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "--no-new-privs",
+            inner = [installed(self.setpriv, "setpriv"), f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "--no-new-privs",
                      "--inh-caps=-all", "--bounding-set=-all", "--", *inner]
         wrapped = self.namespace_prefix(workdir, limits) + inner
         return [self.prlimit, *limit_arguments(limits), "--", *wrapped] if self.prlimit else wrapped
@@ -144,7 +150,7 @@ class Unshare(Isolation):
 
     def namespace_prefix(self, workdir: Path, limits: Limits) -> list[str]:
         user = [] if os.geteuid() == 0 else ["--user", "--map-root-user"]
-        return [self.unshare, *user, "--pid", "--fork", "--kill-child", "--net", "--ipc", "--"]
+        return [installed(self.unshare, "unshare"), *user, "--pid", "--fork", "--kill-child", "--net", "--ipc", "--"]
 
     def works(self) -> bool:
         return bool(self.unshare) and super().works()
@@ -158,7 +164,7 @@ class Bubblewrap(Isolation):
     writable: tuple[tuple[Path, str], ...] = ()
 
     def namespace_prefix(self, workdir: Path, limits: Limits) -> list[str]:
-        args = [self.bwrap, *NAMESPACES, *system_view(limits.scratch_bytes)]
+        args = [installed(self.bwrap, "bwrap"), *NAMESPACES, *system_view(limits.scratch_bytes)]
         for host, inside in self.writable:
             args += parents_traversable(Path(inside)) + ["--bind", str(host), str(inside)]
         # The working dir lives in the private tmpfs at the same path as the host's; only the harness is bound in.
@@ -168,7 +174,7 @@ class Bubblewrap(Isolation):
             args += ["--ro-bind", str(runtime), str(runtime)]
         return [*args, "--chdir", str(workdir), "--"]
 
-    def with_writable(self, host: Path, inside: str) -> "Bubblewrap":
+    def with_writable(self, host: Path, inside: str) -> Bubblewrap:
         """The same sandbox with a host folder bound writable at `inside` (trusted runs: warming the compile cache)."""
         copy = Bubblewrap()
         copy.writable = ((host, inside),)
@@ -204,8 +210,8 @@ def system_view(scratch_bytes: int) -> list[str]:
     args += ["--dev", "/dev",
              "--size", str(scratch_bytes), "--perms", "1777", "--tmpfs", "/dev/shm",
              "--size", str(scratch_bytes), "--perms", "1777", "--tmpfs", "/tmp"]
-    for path in python_dirs():
-        args += parents_traversable(path) + ["--ro-bind", str(path), str(path)]
+    for directory in python_dirs():
+        args += parents_traversable(directory) + ["--ro-bind", str(directory), str(directory)]
     return args
 
 

@@ -26,10 +26,11 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
 
+from grader.model.job import Job
 from grader.model.limits import Limits
 from grader.sandbox.cgroups import CgroupTree, RunCgroup
 from grader.sandbox.isolation import RUNTIME_NAME, UIDS, Isolation, strongest_available
@@ -163,15 +164,8 @@ def child_environment(workdir: Path) -> dict[str, str]:
 
 def apply_limits(pid: int, limits: Limits) -> None:
     """Set rlimits on the child before it reads its job (so before any student code runs)."""
-    settings = [
-        (resource.RLIMIT_DATA, limits.memory_bytes),
-        (resource.RLIMIT_CPU, limits.cpu_seconds),
-        (resource.RLIMIT_FSIZE, limits.file_size_bytes),
-        (resource.RLIMIT_NPROC, limits.max_processes),
-        (resource.RLIMIT_CORE, 0),
-    ]
-    for which, value in settings:
-        resource.prlimit(pid, which, (value, value))
+    for name, value in limits.rlimits().items():
+        resource.prlimit(pid, getattr(resource, f"RLIMIT_{name.upper()}"), (value, value))
 
 
 _TREE: list[CgroupTree | None] = []
@@ -205,7 +199,7 @@ def kill_group(pgid: int) -> None:
         pass
 
 
-def run_job(job: dict, limits: Limits, isolation: Isolation | None = None, python: str = sys.executable,
+def run_job(job: Job, limits: Limits, isolation: Isolation | None = None, python: str = sys.executable,
             own_uid: bool = True) -> RawRun:
     """Run one harness job under `limits`; always returns, whatever the child does.
 
@@ -291,7 +285,8 @@ def describe_run(isolation: str, tree: CgroupTree | None, untrusted: bool = True
     return f"{isolation}, {kernel}, {seccomp_description()}"
 
 
-def _send_job(process: subprocess.Popen, job: dict) -> None:
+def _send_job(process: subprocess.Popen, job: Job) -> None:
+    assert process.stdin is not None, "the harness is started with stdin=PIPE"
     try:
         process.stdin.write(json.dumps(job).encode("utf-8"))
         process.stdin.close()
@@ -305,6 +300,7 @@ def _pump(process: subprocess.Popen, channel_fd: int, control_fd: int, limits: L
         raw.killed_at_wall_limit = True
         kill_group(process.pid)
 
+    assert process.stdout is not None, "the harness is started with stdout=PIPE"
     pump(process.stdout.fileno(), channel_fd, limits, raw, started + limits.wall_seconds,
          has_exited=lambda: process.poll() is not None, at_deadline=wall_limit, control_fd=control_fd)
 

@@ -90,7 +90,7 @@ def isolate_supervisor(request):
     cache = request.get("compilation_cache")
     if cache and os.path.isdir(cache["readonly"]):
         shutil.copytree(cache["readonly"], cache["writable"])
-        for top, dirs, files in os.walk(cache["writable"]):
+        for top, _dirs, files in os.walk(cache["writable"]):
             for name in [top, *(os.path.join(top, f) for f in files)]:
                 os.chown(name, request["uid"], request["uid"])
 
@@ -128,10 +128,8 @@ def become_run(request, fds):
         pass  # /proc then shows the zygote's namespace read-only; nothing of the grader is in it
     mask_host_proc()
     limits = request["limits"]
-    for which, value in ((resource.RLIMIT_DATA, limits["memory_bytes"]), (resource.RLIMIT_CPU, limits["cpu_seconds"]),
-                         (resource.RLIMIT_FSIZE, limits["file_size_bytes"]),
-                         (resource.RLIMIT_NPROC, limits["max_processes"]), (resource.RLIMIT_CORE, 0)):
-        resource.setrlimit(which, (int(value), int(value)))
+    for name, value in limits["rlimits"].items():   # Limits.rlimits(): the same list prlimit applies
+        resource.setrlimit(getattr(resource, f"RLIMIT_{name.upper()}"), (int(value), int(value)))
     # Move our pipes above the low fds first, so that placing them cannot clobber one another.
     job_fd, output_fd, channel_fd, control_fd = (fcntl.fcntl(fds[name], fcntl.F_DUPFD, 100)
                                                  for name in ("job", "output", "channel", "control"))

@@ -1,0 +1,82 @@
+"""The result record of one submission (`<id>.json`), as types.
+
+The record stays a plain dict at runtime (TypedDicts), so the JSON on disk is exactly what `json.dumps` of the
+dict gives and records written before these types existed still load. mypy checks every key a reader uses.
+The README's `<id>.json` row is tested against these keys (tests/test_record_schema.py).
+"""
+
+
+import json
+from typing import Any, NotRequired, TypedDict, cast
+
+
+class CheckRecord(TypedDict):
+    """One check's outcome (`CheckResult` in the engine, as stored)."""
+    id: str
+    group: str
+    score: float
+    max_score: float
+    visibility: str
+    feedback: str
+
+
+class GroupScore(TypedDict):
+    score: float
+    max_score: float
+
+
+class RunSummary(TypedDict):
+    """How one scenario's run went (an entry of `runs`)."""
+    seed: int | None
+    ending: str
+    seconds: float
+    statements: int
+    failed_statements: int
+    returncode: int | None
+    output_bytes: int
+    cpu_seconds: float | None
+    max_rss_bytes: int | None
+
+
+class OutputExcerpt(TypedDict):
+    """The head and tail of the baseline run's output."""
+    head: str
+    tail: str
+    bytes: int
+    omitted_bytes: int
+
+
+class Record(TypedDict):
+    submission: str
+    file: str
+    assignment: str
+    title: str
+    status: str                       # "graded" or "error"
+    score: float
+    max_score: float
+    groups: dict[str, GroupScore]
+    checks: list[CheckRecord]
+    messages: list[str]
+    environment: dict[str, str]
+    variant_seed: int
+    sha256: str
+    fingerprint: str
+    runs: NotRequired[dict[str, RunSummary]]
+    output: NotRequired[OutputExcerpt]
+    figures: NotRequired[dict[str, Any]]                   # scenario -> the figure value, JSON-safe
+    grader_faults: NotRequired[dict[str, list[str]]]       # scenario -> why the grader failed in that run
+    reported_grader_faults: NotRequired[dict[str, list[str]]]  # claims from the run, for the instructor only
+    grader_error: NotRequired[str]                         # the grader's traceback when it failed on this file
+
+
+def record_to_json(record: Record) -> str:
+    """The record as written to `<id>.json` (NaN refused: JSON has none; an odd value is written as its str)."""
+    return json.dumps(record, indent=2, allow_nan=False, default=str) + "\n"
+
+
+def record_from_json(text: str) -> Record:
+    """A record read back; older records (fewer optional keys) load as they are."""
+    record = json.loads(text)
+    if not isinstance(record, dict) or not isinstance(record.get("checks"), list):
+        raise ValueError("not a grading record: expected a JSON object with a `checks` list")
+    return cast(Record, record)
