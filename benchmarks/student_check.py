@@ -23,15 +23,11 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-
-from grader.authoring.student_wheel import write_student_wheel  # noqa: E402
-from grader.config.assignment import load  # noqa: E402
 
 
 def timed(argv: list[str], cwd: Path, env: dict[str, str]) -> tuple[float, int]:
     started = time.monotonic()
-    done = subprocess.run(argv, cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    done = subprocess.run(argv, cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
     return time.monotonic() - started, done.returncode
 
 
@@ -41,6 +37,10 @@ def main() -> None:
     parser.add_argument("--group", default="directional")
     parser.add_argument("--assignment", default="performance-05")
     args = parser.parse_args()
+    sys.path.insert(0, str(ROOT))
+    from grader.authoring.student_wheel import write_student_wheel
+    from grader.config.assignment import load
+
     assignment = load(args.assignment, ROOT)
     with tempfile.TemporaryDirectory(prefix="student-check-") as temp:
         temp_path = Path(temp)

@@ -33,7 +33,7 @@ def side_is_secretly_right(run, oracle, settings):
     assert _secret_helper(run["side"]), "`side` is not what the secret check wants."
     return "secret passed"
 '''
-HIDDEN_TOML = '''
+HIDDEN_TOML = f'''
 [[checks]]
 id = "area.hidden_side"
 group = "area"
@@ -43,8 +43,8 @@ function = "side_is_secretly_right"
 needs = ["side"]
 
 [lms.otter]
-seed = %d
-''' % SEED
+seed = {SEED}
+'''
 
 
 @pytest.fixture(scope="module")
@@ -148,7 +148,7 @@ def test_pip_installs_the_wheel(tiny_wheel, tmp_path):
     import subprocess
 
     done = subprocess.run([sys.executable, "-m", "pip", "install", "--no-deps", "--no-index", "-q", "--target",
-                           str(tmp_path / "site"), str(tiny_wheel)], capture_output=True, text=True, timeout=300)
+                           str(tmp_path / "site"), str(tiny_wheel)], capture_output=True, text=True, timeout=300, check=False)
     assert done.returncode == 0, done.stderr
     assert (tmp_path / "site" / PACKAGE / "assignments" / "tiny" / "bundle.json").is_file()
     assert (tmp_path / "site" / "grader" / "student" / "terminal.py").is_file()

@@ -33,7 +33,8 @@ for source in ["from grader.student import check", "result = check()",
                "group = check('gradients')", "print('GROUP', group.score, group.max_score)"]:
     notebook.cells.append(nbformat.v4.new_code_cell(source))
 nbformat.write(notebook, path)                       # check() grades the notebook as saved
-NotebookClient(notebook, timeout=600, kernel_name="python3", resources={"metadata": {"path": sys.argv[2]}}).execute()
+NotebookClient(notebook, timeout=600, kernel_name="python3", allow_errors=True,  # the starter has TODOs
+               resources={"metadata": {"path": sys.argv[2]}}).execute()
 outputs = [o for cell in notebook.cells[-5:] for o in cell.get("outputs", [])]
 print(json.dumps(outputs))
 """
@@ -62,7 +63,7 @@ def test_fresh_virtualenv_notebook_and_terminal_checks(tmp_path):
     wheel = write_student_wheel(load("performance-05", ROOT), tmp_path / "dist")
     subprocess.run([str(python), "-m", "pip", "install", "-q", "--no-index", "--force-reinstall", "--no-deps", str(wheel)],
                    check=True, timeout=300)
-    deps = subprocess.run([str(python), "-m", "pip", "check"], capture_output=True, text=True, timeout=120)
+    deps = subprocess.run([str(python), "-m", "pip", "check"], capture_output=True, text=True, timeout=120, check=False)
     assert deps.returncode == 0, deps.stdout      # the wheel's Requires-Dist is met by the course's packages
     environment = {key: value for key, value in os.environ.items() if key not in ("PYTHONPATH", "VIRTUAL_ENV")}
     environment["PATH"] = f"{venv / 'bin'}:{environment.get('PATH', '')}"
@@ -71,7 +72,7 @@ def test_fresh_virtualenv_notebook_and_terminal_checks(tmp_path):
     work.mkdir()
     shutil.copy(ROOT / "student_templates" / "performance-05.ipynb", work / "performance-05.ipynb")
     ran = subprocess.run([str(python), "-c", RUN_NOTEBOOK, str(work / "performance-05.ipynb"), str(work)], cwd=work,
-                         env=environment, capture_output=True, text=True, timeout=1200)
+                         env=environment, capture_output=True, text=True, timeout=1200, check=False)
     assert ran.returncode == 0, ran.stderr[-3000:]
     outputs = json.loads(ran.stdout.strip().splitlines()[-1])
     text = "".join(o.get("text", "") for o in outputs if o.get("output_type") == "stream")
@@ -83,13 +84,13 @@ def test_fresh_virtualenv_notebook_and_terminal_checks(tmp_path):
     grader = str(venv / "bin" / "grader")
     shutil.copy(ROOT / "student_templates" / "performance-05.py", work / "performance-05.py")
     starter = subprocess.run([grader, "check", "performance-05.py"], cwd=work, env=environment, capture_output=True,
-                             text=True, timeout=600)
+                             text=True, timeout=600, check=False)
     assert starter.returncode == 1 and "Visible checks: 25 / 100" in starter.stdout, starter.stdout + starter.stderr
     solved = tmp_path / "solved"
     solved.mkdir()
     shutil.copy(ROOT / "solutions" / "performance-05.py", solved / "performance-05.py")
     solution = subprocess.run([grader, "check", "performance-05.py", "--json"], cwd=solved, env=environment,
-                              capture_output=True, text=True, timeout=600)
+                              capture_output=True, text=True, timeout=600, check=False)
     assert solution.returncode == 0, solution.stdout + solution.stderr
     result = json.loads(solution.stdout)
     assert result["score"] == result["max_score"] == 100 and result["version_note"] is None

@@ -76,7 +76,7 @@ def requirements() -> list[str]:
     """Requires-Dist: the check's imports, with the project's version bounds where the checkout has them."""
     pyproject = PACKAGE_DIR.parent / "pyproject.toml"
     specs = tomllib.loads(pyproject.read_text())["project"]["dependencies"] if pyproject.is_file() else []
-    found = {re.match(r"[A-Za-z0-9._-]+", spec).group(0).lower(): spec for spec in specs}
+    found = {re.split(r"[^A-Za-z0-9._-]", spec.strip(), maxsplit=1)[0].lower(): spec for spec in specs}
     return [found.get(name, name) for name in REQUIREMENTS]
 
 

@@ -127,7 +127,7 @@ def run_check(path: Path, assignment: Assignment, bundle: Bundle | None, group: 
     with check_runner(target, bundle, note) as runner:
         record = grade(target, submission, facts, fresh_variant_seed(assignment), runner)
     visible = [c for c in record["checks"] if c["visibility"] == "visible"]
-    groups = {}
+    groups: dict[str, dict[str, float]] = {}
     for check in visible:
         entry = groups.setdefault(check["group"], {"score": 0.0, "max_score": 0.0})
         entry["score"] = round(entry["score"] + check["score"], 6)

@@ -228,21 +228,12 @@ def notebook_display(*objects, **_):
 
 
 def quiet_self_check():
-    """A notebook's own `from grader.student import check; check()` cells do nothing while it is graded.
-
-    The grader may not be importable in here (and must not grade from inside a run); a stand-in module answers
-    instead, so a student who leaves a check cell in never loses a mark for it."""
-    package = types.ModuleType("grader")
-    package.__path__ = []
-    student = types.ModuleType("grader.student")
-
-    def check(*_, **__):
-        print("check(): skipped while the grader runs this file.")
-
-    student.check = check
-    package.student = student
-    sys.modules["grader"] = package
-    sys.modules["grader.student"] = student
+    """A student's `from grader.student import check; check()` cell does nothing in a run (the grader may not be
+    importable here, and must not grade from inside one): a stand-in answers, so no mark is lost for it."""
+    package, student = types.ModuleType("grader"), types.ModuleType("grader.student")
+    package.__path__, package.student = [], student
+    student.check = lambda *_, **__: print("check(): skipped while the grader runs this file.")
+    sys.modules.update({"grader": package, "grader.student": student})
 
 
 class Harness:
