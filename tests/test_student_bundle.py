@@ -152,3 +152,19 @@ def test_pip_installs_the_wheel(tiny_wheel, tmp_path):
     assert done.returncode == 0, done.stderr
     assert (tmp_path / "site" / PACKAGE / "assignments" / "tiny" / "bundle.json").is_file()
     assert (tmp_path / "site" / "grader" / "student" / "terminal.py").is_file()
+
+
+def test_a_different_jax_is_named_with_the_checks_it_may_affect():
+    from grader.common.environment import environment
+    from grader.config.bundle import Bundle
+    from grader.student.session import version_note
+
+    assignment = load("performance-05", ROOT)
+    same = Bundle(environment=dict(environment()), facts={}, starter="")
+    assert version_note(assignment, same, assignment.checks) is None
+    older = Bundle(environment={**environment(), "jax": "0.4.1", "jaxlib": "0.4.1"}, facts={}, starter="")
+    note = version_note(assignment, older, assignment.checks)
+    assert f"jax {environment()['jax']} (the course uses 0.4.1)" in note and "pip install jax==0.4.1 jaxlib==0.4.1" in note
+    affected = [spec.id for spec in assignment.checks if {"reports", "memory"} & set(spec.needs)]
+    assert "residuals.counts_match_live" in affected and all(check_id in note for check_id in affected)
+    assert "directional.automatic" not in note
