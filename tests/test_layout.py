@@ -10,7 +10,7 @@ import pytest
 
 PACKAGE = Path(__file__).resolve().parent.parent / "grader"
 STAGES = ["common", "model", "config", "intake", "sandbox", "runs", "api", "grading", "lms", "outputs",
-          "authoring", "cli"]
+          "authoring", "student", "cli"]
 MAX_LINES = 420
 
 

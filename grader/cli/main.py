@@ -11,15 +11,9 @@ from pathlib import Path
 from grader import __version__
 from grader.authoring.build import BuildError, build
 from grader.cli.batch import grade_folder
-from grader.common.user_cache import user_cache_dir
 from grader.config.assignment import ConfigError, load
-from grader.grading.grade import grade
-from grader.grading.reference import reference_facts
-from grader.intake.discovery import load_single
-from grader.model.verdicts import mark
 from grader.outputs.summary import summary_table
-from grader.runs.jobs import fresh_variant_seed
-from grader.runs.runners import fast_runner
+from grader.student.terminal import add_check_arguments, check_command
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -36,9 +30,8 @@ def main(argv: list[str] | None = None) -> int:
     grade_cmd.add_argument("--variant-seed", type=int, default=None, help="fix the variant scenario's seed (default: random)")
     grade_cmd.add_argument("--roster", type=Path, help="a Canvas gradebook export (CSV) whose students fill canvas.csv")
 
-    check_cmd = commands.add_parser("check", help="grade one file and print its visible feedback")
-    check_cmd.add_argument("file", type=Path)
-    check_cmd.add_argument("--assignment", help="assignment id (default: the only one under assignments/)")
+    check_cmd = commands.add_parser("check", help="grade one file and print its visible feedback (exit 0 at full marks)")
+    add_check_arguments(check_cmd)
 
     build_cmd = commands.add_parser("build", help="render the student starters (.py and .ipynb) from the reference solution")
     build_cmd.add_argument("assignment", nargs="?",
@@ -114,28 +107,7 @@ def _grade(assignment, args) -> int:
 
 
 def _check(assignment, args) -> int:
-    submission = load_single(args.file, assignment.submission_filename,
-                             assignment.max_submission_bytes)
-    try:
-        facts = reference_facts(assignment, user_cache_dir())
-    except ConfigError as error:
-        print(f"grader: {error}", file=sys.stderr)
-        return 2
-    baseline = {"baseline": assignment.lesson_seed}   # the variant's seed is fresh each time: not worth warming
-    with fast_runner(assignment, user_cache_dir(), baseline, lambda note: print(f"note: {note}")) as runner:
-        record = grade(assignment, submission, facts, fresh_variant_seed(assignment), runner)
-    visible = [c for c in record["checks"] if c["visibility"] == "visible"]
-    print(f"{assignment.title} — {args.file}")
-    for check in visible:
-        print(f"[{mark(check['score'], check['max_score']).upper()}] {check['id']} ({check['score']:g}/{check['max_score']:g})")
-        for line in check["feedback"].splitlines():
-            print(f"       {line}")
-    for message in record["messages"]:
-        print(f"note: {message}")
-    score = sum(c["score"] for c in visible)
-    total = sum(c["max_score"] for c in visible)
-    print(f"Visible checks: {score:g} / {total:g}")
-    return 0
+    return check_command(assignment, args)   # the student's check (grader/student/terminal.py)
 
 
 if __name__ == "__main__":

@@ -152,6 +152,10 @@ def find_root(start: Path | None = None) -> Path:
         for folder in [candidate.resolve(), *candidate.resolve().parents]:
             if (folder / "assignments").is_dir():
                 return folder
+    from grader.config.bundle import bundled_root   # a student bundle's assignments, installed by its wheel
+
+    if (bundled := bundled_root()) is not None:
+        return bundled
     raise ConfigError("no assignments/ folder found above the current directory or the grader package")
 
 

@@ -35,6 +35,13 @@ def reference_facts(assignment: Assignment, cache_dir: Path | None) -> dict[str,
     return {name: decode(encoded[name]) for name in names}
 
 
+def encoded_facts(assignment: Assignment, cache_dir: Path | None) -> dict[str, Any]:
+    """The reference facts as the run streamed them (plain JSON): what a student bundle ships."""
+    names = assignment.config["assignment"].get("reference_facts", [])
+    encoded = _measured(assignment, cache_dir)["facts"]
+    return {name: encoded[name] for name in names}
+
+
 def reference_figures(assignment: Assignment, cache_dir: Path | None,
                       seeds: dict[str, int] | None = None, runner: Runner | None = None) -> dict[str, Any]:
     """Scenario -> the reference solution's figure (JSON-safe), or {} when the assignment names no figure.

@@ -1,0 +1,86 @@
+"""`grader check FILE [GROUP]` for students: the visible feedback, or `--json`; exit 0 only at full visible marks.
+
+Exit status: 0 when every visible check passed, 1 otherwise (or when the file could not be graded), 2 when the
+check could not start (no such file, group or assignment). The student wheel's `grader` command is `main`
+here; the instructor's `grader check` (cli/main.py) calls `check_command` with the checkout's assignment.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from grader import __version__
+from grader.config.assignment import Assignment
+from grader.config.bundle import Bundle, read_bundle
+from grader.model.verdicts import mark
+from grader.student.session import CheckError, StudentCheck, locate, run_check
+
+
+def add_check_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("file", type=Path, help="your .py or .ipynb file")
+    parser.add_argument("group", nargs="?", help="check one group only (faster): its visible checks and the runs they need")
+    parser.add_argument("--group", dest="group_option", metavar="GROUP", help="the same as the positional GROUP")
+    parser.add_argument("--json", action="store_true", help="print the result as JSON (visible checks only)")
+    parser.add_argument("--assignment", help="assignment id (default: the only one installed)")
+
+
+def main(argv: list[str] | None = None) -> int:
+    """The student wheel's `grader` command: only `check`."""
+    parser = argparse.ArgumentParser(prog="grader", description="Check your work before you submit it.")
+    parser.add_argument("--version", action="version", version=f"grader {__version__}")
+    commands = parser.add_subparsers(dest="command", required=True)
+    add_check_arguments(commands.add_parser("check", help="grade your file and show the visible checks' feedback"))
+    args = parser.parse_args(argv)
+    try:
+        assignment, bundle = locate(args.assignment)
+    except CheckError as error:
+        print(f"grader: {error}", file=sys.stderr)
+        return 2
+    return check_command(assignment, args, bundle)
+
+
+def check_command(assignment: Assignment, args: argparse.Namespace, bundle: Bundle | None = None) -> int:
+    if bundle is None:
+        try:
+            bundle = read_bundle(assignment.folder)
+        except ValueError as error:
+            print(f"grader: {error}", file=sys.stderr)
+            return 2
+    group = args.group_option or args.group
+    if args.group and args.group_option and args.group != args.group_option:
+        print("grader: give the group once (positional or --group)", file=sys.stderr)
+        return 2
+    notes: list[str] = []
+    try:
+        result = run_check(args.file, assignment, bundle, group, notes.append)
+    except CheckError as error:
+        print(f"grader: {error}", file=sys.stderr)
+        return 2
+    result.messages = notes + result.messages
+    if args.json:
+        print(json.dumps(result.as_json(), indent=1))
+    else:
+        print(report_text(result))
+    return 0 if result.full_marks else 1
+
+
+def report_text(result: StudentCheck) -> str:
+    scope = f", group {result.group}" if result.group else ""
+    lines = [f"{result.title}: checked {result.file}{scope}"]
+    if result.version_note:
+        lines.append(f"note: {result.version_note}")
+    for check in result.checks:
+        lines.append(f"[{mark(check['score'], check['max_score']).upper()}] {check['id']} "
+                     f"({check['score']:g}/{check['max_score']:g})")
+        lines += [f"       {line}" for line in check["feedback"].splitlines()]
+    lines += [f"note: {message}" for message in result.messages]
+    verdict = "all visible checks pass" if result.full_marks else "not all visible checks pass"
+    lines.append(f"Visible checks: {result.score:g} / {result.max_score:g} ({verdict})")
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,170 @@
+"""The student wheel holds what a student's check needs and nothing the instructor keeps secret.
+
+Unpacked and read: no statement of the solution beyond what the starter already shows, no hidden check (its
+function, helpers only it uses, or its id), no `[lms]` table or grading seed; it installs as a wheel (RECORD
+hashes), rebuilds byte-identically, and its assignment folder loads on its own with the reference facts."""
+
+import base64
+import hashlib
+import re
+import shutil
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from grader.authoring.starter import render
+from grader.authoring.student_wheel import build_wheel_bytes, write_student_wheel
+from grader.authoring.visible_subset import visible_checks_source
+from grader.config.assignment import load
+from grader.config.bundle import PACKAGE, read_bundle
+
+ROOT = Path(__file__).resolve().parent.parent
+TINY = ROOT / "tests" / "fixtures" / "tiny_project"
+SEED = 424242
+HIDDEN_CHECKS = '''
+
+def _secret_helper(value):
+    return abs(value - 2.0 * 1.7724538509055159) < 1e-9
+
+
+def side_is_secretly_right(run, oracle, settings):
+    assert _secret_helper(run["side"]), "`side` is not what the secret check wants."
+    return "secret passed"
+'''
+HIDDEN_TOML = f'''
+[[checks]]
+id = "area.hidden_side"
+group = "area"
+points = 2
+visibility = "hidden"
+function = "side_is_secretly_right"
+needs = ["side"]
+
+[lms.otter]
+seed = {SEED}
+'''
+
+
+@pytest.fixture(scope="module")
+def tiny_with_secrets(tmp_path_factory):
+    """The tiny assignment plus a hidden check (and a helper only it uses) and a grading seed."""
+    root = tmp_path_factory.mktemp("tiny") / "project"
+    shutil.copytree(TINY, root)
+    folder = root / "assignments" / "tiny"
+    toml = (folder / "assignment.toml").read_text().replace("area = { points = 1,", "area = { points = 3,")
+    starter = toml.index("[starter]")
+    (folder / "assignment.toml").write_text(toml[:starter] + HIDDEN_TOML + "\n" + toml[starter:])
+    (folder / "checks.py").write_text((folder / "checks.py").read_text() + HIDDEN_CHECKS)
+    (folder / "calibrate.py").write_text("SECRET_CALIBRATION = 'an honest solution lives here'\n")
+    return load("tiny", root)
+
+
+@pytest.fixture(scope="module")
+def tiny_wheel(tiny_with_secrets, tmp_path_factory):
+    return write_student_wheel(tiny_with_secrets, tmp_path_factory.mktemp("wheel"))
+
+
+@pytest.fixture(scope="module")
+def lesson_wheel(tmp_path_factory):
+    return write_student_wheel(load("performance-05", ROOT), tmp_path_factory.mktemp("lesson-wheel"))
+
+
+def texts(wheel: Path) -> dict[str, str]:
+    with zipfile.ZipFile(wheel) as archive:
+        return {name: archive.read(name).decode("utf-8", "replace") for name in archive.namelist()}
+
+
+def unpack(wheel: Path, into: Path) -> Path:
+    with zipfile.ZipFile(wheel) as archive:
+        archive.extractall(into)
+    return into / PACKAGE
+
+
+def test_no_hidden_check_seed_or_extra_file_is_in_the_wheel(tiny_wheel):
+    shipped = texts(tiny_wheel)
+    everything = "\n".join(shipped.values())
+    for secret in ("side_is_secretly_right", "_secret_helper", "area.hidden_side", "secret check", "1.7724538509055159",
+                   str(SEED), "SECRET_CALIBRATION"):
+        assert secret not in everything, f"{secret!r} is in the student wheel"
+    folder = f"{PACKAGE}/assignments/tiny/"
+    assert sorted(n[len(folder):] for n in shipped if n.startswith(folder)) == [
+        "assignment.toml", "bundle.json", "checks.py", "oracle.py"]
+    assert "[lms" not in shipped[folder + "assignment.toml"] and "[starter" not in shipped[folder + "assignment.toml"]
+
+
+def test_the_bundled_assignment_loads_with_its_visible_checks_and_facts(tiny_wheel, tmp_path):
+    root = unpack(tiny_wheel, tmp_path)
+    assignment = load("tiny", root)
+    assert [spec.id for spec in assignment.checks] == ["area.value"]
+    assert assignment.groups["area"]["points"] == 1 and assignment.max_score == 1
+    assert not assignment.solution_path.exists()
+    bundle = read_bundle(assignment.folder)
+    assert bundle is not None and bundle.facts == {} and "jax" in bundle.environment
+    assert bundle.starter == render(load("tiny", TINY)).python
+
+
+def test_no_solution_statement_beyond_the_starter_is_in_the_lesson_wheel(lesson_wheel):
+    assignment = load("performance-05", ROOT)
+    starter = render(assignment).python
+    secret = [line.strip() for line in assignment.solution_path.read_text().splitlines()
+              if len(line.strip()) >= 16 and line.strip() not in starter]
+    assert len(secret) > 10, "the solution should have exercise lines the starter does not show"
+    everything = "\n".join(texts(lesson_wheel).values())
+    leaked = [line for line in secret if line in everything]
+    assert not leaked, f"solution lines in the student wheel: {leaked[:5]}"
+    assert not any(name.startswith(("solutions/", "assignments/")) for name in texts(lesson_wheel))
+
+
+def test_the_wheel_record_matches_its_files_and_a_rebuild_is_identical(tiny_with_secrets, tiny_wheel):
+    shipped = zipfile.ZipFile(tiny_wheel)
+    (record,) = [n for n in shipped.namelist() if n.endswith(".dist-info/RECORD")]
+    for line in shipped.read(record).decode().splitlines():
+        name, digest, size = line.rsplit(",", 2)
+        if name == record:
+            continue
+        content = shipped.read(name)
+        expected = base64.urlsafe_b64encode(hashlib.sha256(content).digest()).rstrip(b"=").decode()
+        assert digest == f"sha256={expected}" and int(size) == len(content), name
+    assert set(shipped.namelist()) == {line.rsplit(",", 2)[0] for line in shipped.read(record).decode().splitlines()}
+    assert re.fullmatch(r"tiny_student-[\d.]+-py3-none-any\.whl", tiny_wheel.name)
+    assert build_wheel_bytes(tiny_with_secrets, None) == tiny_wheel.read_bytes()
+
+
+def test_kept_checks_keep_their_line_numbers_and_text():
+    source = (ROOT / "assignments" / "performance-05" / "checks.py").read_text()
+    kept = visible_checks_source(source, ["eps_is_a_sensible_step"])
+    assert len(kept.splitlines()) == len(source.splitlines())
+    lines, original = kept.splitlines(), source.splitlines()
+    start = next(i for i, line in enumerate(original) if line.startswith("def eps_is_a_sensible_step"))
+    assert lines[start] == original[start]
+    assert "def hvp_plain_matches_oracle" not in kept and "def no_statement_failed" not in kept
+    compile(kept, "checks.py", "exec")
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="the sandbox is Linux-only")
+def test_pip_installs_the_wheel(tiny_wheel, tmp_path):
+    import subprocess
+
+    done = subprocess.run([sys.executable, "-m", "pip", "install", "--no-deps", "--no-index", "-q", "--target",
+                           str(tmp_path / "site"), str(tiny_wheel)], capture_output=True, text=True, timeout=300, check=False)
+    assert done.returncode == 0, done.stderr
+    assert (tmp_path / "site" / PACKAGE / "assignments" / "tiny" / "bundle.json").is_file()
+    assert (tmp_path / "site" / "grader" / "student" / "terminal.py").is_file()
+
+
+def test_a_different_jax_is_named_with_the_checks_it_may_affect():
+    from grader.common.environment import environment
+    from grader.config.bundle import Bundle
+    from grader.student.session import version_note
+
+    assignment = load("performance-05", ROOT)
+    same = Bundle(environment=dict(environment()), facts={}, starter="")
+    assert version_note(assignment, same, assignment.checks) is None
+    older = Bundle(environment={**environment(), "jax": "0.4.1", "jaxlib": "0.4.1"}, facts={}, starter="")
+    note = version_note(assignment, older, assignment.checks)
+    assert f"jax {environment()['jax']} (the course uses 0.4.1)" in note and "pip install jax==0.4.1 jaxlib==0.4.1" in note
+    affected = [spec.id for spec in assignment.checks if {"reports", "memory"} & set(spec.needs)]
+    assert "residuals.counts_match_live" in affected and all(check_id in note for check_id in affected)
+    assert "directional.automatic" not in note
