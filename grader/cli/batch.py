@@ -51,7 +51,8 @@ def previous_record(out: Path, submission: Submission, assignment: Assignment) -
         record = json.loads(path.read_text())
     except (OSError, ValueError):
         return None
-    if not isinstance(record, dict) or record.get("grader_error") or record.get("grader_faults"):
+    if not isinstance(record, dict) or record.get("grader_error") or record.get("grader_faults") \
+            or record.get("check_errors"):
         return None   # a record the grader's own failure shaped is graded again, never reused
     same = (isinstance(record, dict) and record.get("sha256") == submission.sha256
             and record.get("fingerprint") == assignment.fingerprint
