@@ -220,7 +220,8 @@ def _check_problems(checks: list, groups: dict, scenarios: dict, contract: list[
             problems.append(f"{where}: scenarios = {listed!r}: must be a non-empty list of scenario names")
         else:
             problems += [f"{where}: scenarios lists {s!r}: no [scenarios.{s}]{_spelling(s, scenarios)}; use one of "
-                         f"{_names(scenarios)} or define [scenarios.{s}]" for s in listed if s not in scenarios]
+                         f"{_names(scenarios)} or define [scenarios.{s}]" for s in listed
+                         if s not in scenarios and s != "baseline"]      # a missing baseline is reported once
         needs = check.get("needs", [])
         if not _string_list(needs):
             problems.append(f"{where}: needs = {needs!r}: must be a list of contract names (or [\"*\"] for all)")
