@@ -210,7 +210,7 @@ def _check_problems(checks: list, groups: dict, scenarios: dict, contract: list[
         if "group" in check and group not in groups:
             problems.append(f"{where}: group = {group!r}: no such group{_spelling(str(group), groups)}; "
                             f"use one of {_names(groups)} or add [groups] {group} = {{ points = ..., title = ... }}")
-        elif _number(points):
+        elif isinstance(group, str) and _number(points):
             totals[group] = totals.get(group, 0.0) + float(points)
         visibility = check.get("visibility", "visible")
         if visibility not in VISIBILITIES:
