@@ -14,6 +14,7 @@ import pytest
 
 from grader.config import assignment as assignment_module
 from grader.grading.engine import (
+    CheckBug,
     Partial,
     RunView,
     _combine,
@@ -689,8 +690,9 @@ def test_partial_results_are_clamped(assignment, oracles, base_events):
     for fraction, expected in ((0.4, 0.4), (1.7, 1.0), (-2.0, 0.0)):
         got, note = evaluate(lambda run, oracle, settings, fraction=fraction: Partial(fraction, "some"), spec, view, None, assignment.settings)
         assert got == expected and note == "some"
-    got, note = evaluate(lambda run, oracle, settings: 1 / 0, spec, view, None, assignment.settings)
-    assert got == 0 and "ZeroDivisionError" in note
+    with pytest.raises(CheckBug, match="ZeroDivisionError") as bug:   # a bug in the check, not a student failure
+        evaluate(lambda run, oracle, settings: 1 / 0, spec, view, None, assignment.settings)
+    assert "Traceback" in bug.value.trace
 
 
 # ---- method evidence -------------------------------------------------------------------------------------

@@ -51,7 +51,8 @@ def previous_record(out: Path, submission: Submission, assignment: Assignment) -
         record = record_from_json(path.read_text())
     except (OSError, ValueError):
         return None
-    if record.get("grader_error") or record.get("grader_faults"):
+    if record.get("grader_error") or record.get("grader_faults") \
+            or record.get("check_errors"):
         return None   # a record the grader's own failure shaped is graded again, never reused
     same = (record.get("sha256") == submission.sha256
             and record.get("fingerprint") == assignment.fingerprint

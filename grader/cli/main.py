@@ -1,5 +1,6 @@
 """Command line: `grader grade DIR` for a class, `grader check FILE` for one student's immediate feedback,
-`grader build` to regenerate the student starters from the reference solution."""
+`grader build` to regenerate the student starters from the reference solution, `grader validate` to check an
+assignment's configuration and that its reference solution scores full marks."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from pathlib import Path
 from grader import __version__
 from grader.authoring.build import BuildError, build
 from grader.cli.batch import grade_folder
+from grader.cli.trial import trial_grading
 from grader.config.assignment import ConfigError, load
 from grader.outputs.summary import summary_table
 from grader.student.terminal import add_check_arguments, check_command
@@ -40,12 +42,23 @@ def main(argv: list[str] | None = None) -> int:
                            "<project root>/student_templates, the autograder zip, which holds the solution, in <project root>/build)")
     build_cmd.add_argument("--root", type=Path, help="project root holding assignments/ (default: found from the current folder)")
 
+    validate_cmd = commands.add_parser("validate", help="check an assignment's configuration and trial-grade its "
+                                       "reference solution (exit 0: ready to grade)")
+    validate_cmd.add_argument("assignment", nargs="?",
+                              help="assignment id, or the path of an assignment folder (default: the only one under assignments/)")
+    validate_cmd.add_argument("--root", type=Path, help="project root holding assignments/ (default: found from the current folder)")
+
     args = parser.parse_args(argv)
     try:
         assignment = load(*_which_assignment(args))
     except ConfigError as error:
+        if args.command == "validate":
+            print(f"FAILED: the configuration is not valid\n{error}", file=sys.stderr)
+            return 1
         print(f"grader: {error}", file=sys.stderr)
         return 2
+    if args.command == "validate":
+        return trial_grading(assignment)
     if args.command == "grade":
         return _grade(assignment, args)
     if args.command == "build":
@@ -102,8 +115,11 @@ def _grade(assignment, args) -> int:
     if failed:
         print(f"grader: the grader itself failed on {len(failed)} submission(s) ({', '.join(failed[:10])}); "
               "their records say so and a re-run grades them again.", file=sys.stderr)
-        return 1
-    return 0
+    broken = sorted({check for r in result.records for check in (r.get("check_errors") or {})})
+    if broken:
+        print(f"grader: check(s) {', '.join(broken)} raised errors of their own (bugs in checks.py; the students were "
+              "not marked down); the tracebacks are under check_errors in the records and in report.html.", file=sys.stderr)
+    return 1 if failed or broken else 0
 
 
 def _check(assignment, args) -> int:

@@ -11,34 +11,25 @@ import ast
 import hashlib
 import importlib.util
 import sys
-import tomllib
 import types
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from grader import PACKAGE_DIR
+from grader.config.validate import (  # noqa: F401 -- ConfigError and the vocabularies are imported from here too
+    BINDING_RULES,
+    EVIDENCE_BOUNDS,
+    VISIBILITIES,
+    ConfigError,
+    binding_rule_problem,
+    config_problems,
+    module_problems,
+    raise_problems,
+    read_toml,
+)
 from grader.model.limits import Limits
-
-VISIBILITIES = ("visible", "hidden", "after_due_date", "after_published")
-EVIDENCE_BOUNDS = ("max_calls", "max_calls_per_statement", "max_arrays", "max_elements", "max_evaluations")
-BINDING_RULES = ("first", "last", "last number", "last vector")   # or "as_of <name>"
-
-
-def binding_rule_problem(rule: object, contract: list[str]) -> str | None:
-    """Why a [bindings] rule is not understood (None when it is)."""
-    if not isinstance(rule, str):
-        return "a rule is a string"
-    if rule in BINDING_RULES:
-        return None
-    kind, _, other = rule.partition(" ")
-    if kind == "as_of" and other in contract:
-        return None
-    return f"use one of {', '.join(repr(r) for r in BINDING_RULES)} or 'as_of <contract name>'"
-
-
-class ConfigError(Exception):
-    """The assignment folder is inconsistent; raised at load time, before any student is graded."""
 
 
 @dataclass(frozen=True)
@@ -140,7 +131,7 @@ def load_rewritten(path: Path, name: str) -> types.ModuleType:
     module = types.ModuleType(name)
     module.__file__ = str(path)
     sys.modules[name] = module
-    exec(compile(tree, str(path), "exec"), module.__dict__)
+    exec(compile(tree, str(path), "exec"), module.__dict__)  # noqa: S102 -- the lesson's trusted checks.py
     return module
 
 
@@ -152,7 +143,7 @@ def find_root(start: Path | None = None) -> Path:
         for folder in [candidate.resolve(), *candidate.resolve().parents]:
             if (folder / "assignments").is_dir():
                 return folder
-    from grader.config.bundle import bundled_root   # a student bundle's assignments, installed by its wheel
+    from grader.config.bundle import bundled_root  # a student bundle's assignments, installed by its wheel
 
     if (bundled := bundled_root()) is not None:
         return bundled
@@ -173,7 +164,9 @@ def load(assignment_id: str | None = None, root: Path | None = None) -> Assignme
     folder = root / "assignments" / assignment_id
     if not (folder / "assignment.toml").is_file():
         raise ConfigError(f"unknown assignment {assignment_id!r}; available: {', '.join(names) or 'none'}")
-    config = tomllib.loads((folder / "assignment.toml").read_text())
+    shown = Path("assignments") / assignment_id          # how messages name the folder
+    config = read_toml(folder / "assignment.toml", str(shown / "assignment.toml"))
+    raise_problems([f"{shown / 'assignment.toml'}: {problem}" for problem in config_problems(config, assignment_id)])
     info = config["assignment"]
     module_prefix = "assignment_" + "".join(c if c.isalnum() else "_" for c in assignment_id)
     groups = dict(config.get("groups", {}))
@@ -192,54 +185,32 @@ def load(assignment_id: str | None = None, root: Path | None = None) -> Assignme
         id=assignment_id, title=info.get("title", assignment_id), folder=folder, root=root, config=config,
         limits=Limits.from_config(config.get("limits", {})), scenarios=scenarios, groups=groups, checks=checks,
         contract=contract, parameters=parameters, settings=settings,
-        oracle=_import_path(folder / "oracle.py", module_prefix + "_oracle"),
-        check_module=load_rewritten(folder / "checks.py", module_prefix + "_checks"),
+        oracle=_lesson_module(_import_path, folder, shown, "oracle.py", module_prefix + "_oracle"),
+        check_module=_lesson_module(load_rewritten, folder, shown, "checks.py", module_prefix + "_checks"),
         setup_source=_read_optional(folder / "scenario_setup.py"),
         probes_source=_read_optional(folder / "probes.py"),
         solution_path=root / info["solution"],
     )
-    _validate(assignment)
+    raise_problems(module_problems(config, folder, shown, assignment.oracle, assignment.check_module))
     assignment.fingerprint = _fingerprint(assignment)
     return assignment
 
 
+def _lesson_module(loader: Callable[[Path, str], types.ModuleType], folder: Path, shown: Path, name: str,
+                   module_name: str) -> types.ModuleType:
+    """Import oracle.py or checks.py; a missing file or an error while importing it names the file."""
+    if not (folder / name).is_file():
+        raise ConfigError(f"{shown / name}: missing: every assignment folder holds {name}; create it")
+    try:
+        return loader(folder / name, module_name)
+    except Exception as error:   # the lesson's own code: say where, never crash with a bare traceback
+        line = f" (line {error.lineno})" if isinstance(error, SyntaxError) else ""
+        raise ConfigError(f"{shown / name}: importing it raised {type(error).__name__}{line}: {str(error)[:300]}; "
+                          "fix the file") from error
+
+
 def _read_optional(path: Path) -> str:
     return path.read_text() if path.is_file() else ""
-
-
-def _validate(a: Assignment) -> None:
-    problems = []
-    for spec in a.checks:
-        if spec.group not in a.groups:
-            problems.append(f"check {spec.id}: unknown group {spec.group!r}")
-        if spec.visibility not in VISIBILITIES:
-            problems.append(f"check {spec.id}: visibility must be one of {VISIBILITIES}")
-        if not callable(getattr(a.check_module, spec.function, None)):
-            problems.append(f"check {spec.id}: checks.py has no function {spec.function!r}")
-        problems += [f"check {spec.id}: unknown scenario {s!r}" for s in spec.scenarios if s not in a.scenarios]
-        problems += [f"check {spec.id}: {n!r} is not in the contract" for n in spec.needs if n not in a.contract]
-    for group, info in a.groups.items():
-        total = sum(spec.points for spec in a.checks if spec.group == group)
-        if abs(total - float(info["points"])) > 1e-9:
-            problems.append(f"group {group}: its checks add up to {total} points, the group has {info['points']}")
-    if "baseline" not in a.scenarios:
-        problems.append("a scenario named 'baseline' (the file as written) is required")
-    if a.config["assignment"].get("seed_parameter") not in a.parameters:
-        problems.append("[assignment] seed_parameter must name an entry of [parameters]")
-    if a.figure_name is not None and a.figure_name not in a.contract:
-        problems.append(f"[report] figure {a.figure_name!r} is not in the contract")
-    problems += [f"[evidence] {key}: unknown bound (known: {', '.join(EVIDENCE_BOUNDS)})"
-                 for key in a.config.get("evidence", {}) if key not in EVIDENCE_BOUNDS]
-    for name, rule in a.bindings.items():
-        if name not in a.contract:
-            problems.append(f"[bindings] {name}: not in the contract")
-        problem = binding_rule_problem(rule, a.contract)
-        if problem:
-            problems.append(f"[bindings] {name} = {rule!r}: {problem}")
-    if len({spec.id for spec in a.checks}) != len(a.checks):
-        problems.append("check ids must be unique")
-    if problems:
-        raise ConfigError(f"assignment {a.id}: " + "; ".join(problems))
 
 
 def _fingerprint(a: Assignment) -> str:

@@ -4,11 +4,14 @@ A check function reads like a pytest test: `def check(run, oracle, settings)`, p
 message, and it passes by returning (optionally a short note). It may return `Partial(fraction, note)`.
 It runs once per scenario it lists; its score is the lowest over them, so a hard-coded number that is
 right for the lesson's seed still fails. A name the check needs that is missing or still a TODO costs
-that check alone, and the feedback names it.
+that check alone, and the feedback names it. A check that raises anything but an assertion (a TypeError in
+its own code) has a bug: that is the grader's fault, so the run is excused like a failed set-up and the
+traceback goes to the instructor (`CheckResult.grader_error`), never to the student.
 """
 
 from __future__ import annotations
 
+import traceback
 from dataclasses import dataclass
 from typing import Any
 
@@ -33,6 +36,7 @@ class CheckResult:
     max_score: float
     visibility: str
     feedback: str
+    grader_error: str = ""     # for the instructor only: the traceback of a check that itself failed (a bug)
 
     @property
     def passed(self) -> bool:
@@ -138,6 +142,15 @@ class RunView:
         return "is not defined at the top level of your file"
 
 
+class CheckBug(Exception):
+    """A check function raised something other than an assertion: a bug in the check, not the student's doing."""
+
+    def __init__(self, summary: str, trace: str):
+        super().__init__(summary)
+        self.summary = summary
+        self.trace = trace
+
+
 def _failure_text(text: str) -> str:
     """The check's own message. pytest's rewritten comparison is shown only for an assert without a message:
     a check's message already says, in words, what was compared (and the tolerances are not the student's)."""
@@ -150,7 +163,10 @@ def _failure_text(text: str) -> str:
 
 
 def evaluate(function, spec: CheckSpec, view: RunView, oracle: Any, settings: Any) -> tuple[float, str]:
-    """One check on one scenario: (fraction of its points, feedback)."""
+    """One check on one scenario: (fraction of its points, feedback). Raises CheckBug when the check itself fails.
+
+    Student values that a check cannot use fail through assertions (grader.api.values raises AssertionError with
+    a sentence for the student); any other exception comes from the check's (or the oracle's) own code."""
     missing = []
     for name in spec.needs:
         try:
@@ -166,8 +182,9 @@ def evaluate(function, spec: CheckSpec, view: RunView, oracle: Any, settings: An
         return 0.0, f"{error} (needed by this check)."
     except AssertionError as failure:
         return 0.0, _failure_text(str(failure)) or "The check failed."
-    except Exception as error:  # a student value the check did not anticipate: never crash the batch
-        return 0.0, f"The grader could not evaluate this check on your values ({type(error).__name__}: {str(error)[:200]})."
+    except Exception as error:  # a bug in the check: the instructor's to fix, never charged to the student
+        trace = "".join(traceback.format_exception(error))[-4000:]
+        raise CheckBug(f"{spec.function} raised {type(error).__name__}: {str(error)[:300]}", trace) from error
     if isinstance(outcome, Partial):
         return max(0.0, min(1.0, float(outcome.fraction))), outcome.note
     return 1.0, outcome if isinstance(outcome, str) else "Passed."
@@ -179,11 +196,15 @@ def run_checks(assignment: Assignment, snapshots: dict[str, Snapshot], oracles: 
     results = []
     for spec in assignment.checks:
         function = getattr(assignment.check_module, spec.function)
-        outcomes = []
+        outcomes, bugs = [], {}
         for scenario in spec.scenarios:
-            fraction, feedback = evaluate(function, spec, views[scenario], oracles[scenario], assignment.settings)
+            try:
+                fraction, feedback = evaluate(function, spec, views[scenario], oracles[scenario], assignment.settings)
+            except CheckBug as bug:
+                bugs[scenario] = bug
+                fraction, feedback = 0.0, ""
             outcomes.append((scenario, fraction, feedback))
-        results.append(_combine(assignment, spec, outcomes, snapshots, faults))
+        results.append(_combine(assignment, spec, outcomes, snapshots, faults, bugs))
     return results
 
 
@@ -225,16 +246,27 @@ def reported_faults(snapshots: dict[str, Snapshot]) -> dict[str, list[str]]:
     return found
 
 
+def _bug_report(bugs: dict[str, CheckBug]) -> str:
+    """The instructor's account of a check's own failure: which runs, and the traceback."""
+    return "\n".join(f"[{scenario} run] {bug.summary}\n{bug.trace}" for scenario, bug in bugs.items())
+
+
 def _combine(assignment: Assignment, spec: CheckSpec, outcomes: list, snapshots: dict[str, Snapshot],
-             faults: dict[str, list[str]]) -> CheckResult:
-    excused = [s for s, f, _ in outcomes if f < 1.0 and s in faults]
+             faults: dict[str, list[str]], bugs: dict[str, CheckBug] | None = None) -> CheckResult:
+    bugs = bugs or {}
+    error = _bug_report(bugs)
+    excused = [s for s, f, _ in outcomes if (f < 1.0 and s in faults) or s in bugs]
     usable = [(s, f, text) for s, f, text in outcomes if s not in excused]
     if not usable:
         runs = ", ".join(excused)
-        feedback = (f"Not held against you: the grader's own code failed in the {runs} run, so this check could not "
-                    "be judged there. Your instructor has been told.")
+        if bugs:
+            feedback = ("Not held against you: this check could not run because of a bug in the grader's own check "
+                        "(not in your work), so you get its points. Your instructor has been told.")
+        else:
+            feedback = (f"Not held against you: the grader's own code failed in the {runs} run, so this check could "
+                        "not be judged there. Your instructor has been told.")
         return CheckResult(id=spec.id, group=spec.group, score=spec.points, max_score=spec.points,
-                           visibility=spec.visibility, feedback=feedback)
+                           visibility=spec.visibility, feedback=feedback, grader_error=error)
     fraction = min(f for _, f, _ in usable)
     failing = [(s, f, text) for s, f, text in usable if f < 1.0]
     if not failing:
@@ -255,4 +287,4 @@ def _combine(assignment: Assignment, spec: CheckSpec, outcomes: list, snapshots:
     if excused:
         feedback += f"\n(The {', '.join(excused)} run was not used here: the grader's own code failed in it.)"
     return CheckResult(id=spec.id, group=spec.group, score=round(spec.points * fraction, 6), max_score=spec.points,
-                       visibility=spec.visibility, feedback=feedback)
+                       visibility=spec.visibility, feedback=feedback, grader_error=error)

@@ -48,12 +48,18 @@ def grade(assignment: Assignment, submission: Submission, facts: dict, variant_s
     if faults:
         messages.append(f"The grader's own code failed in the {', '.join(faults)} run (not your fault); no check was "
                         "marked down because of it.")
+    broken = {c.id: c.grader_error for c in checks if c.grader_error}
+    if broken:
+        messages.append(f"The grader's check {', '.join(broken)} failed on its own (a bug in the grader, not in your "
+                        "work); it was not marked down. Your instructor has been told.")
     isolation = sorted({s.isolation for s in snapshots.values()})
     messages.append(f"{ISOLATION_PREFIX}{', '.join(isolation)}.")
     record = assemble(assignment, submission, "graded", checks, messages, variant_seed,
                       output=_output(baseline), runs={n: run_summary(s) for n, s in snapshots.items()})
     if faults:
         record["grader_faults"] = {name: found for name, found in faults.items()}
+    if broken:
+        record["check_errors"] = broken   # for the instructor: check id -> the traceback of the check's own failure
     reported = reported_faults(snapshots)
     if reported:
         record["reported_grader_faults"] = reported   # for the instructor: not trusted, not excused

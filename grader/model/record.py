@@ -67,6 +67,7 @@ class Record(TypedDict):
     grader_faults: NotRequired[dict[str, list[str]]]       # scenario -> why the grader failed in that run
     reported_grader_faults: NotRequired[dict[str, list[str]]]  # claims from the run, for the instructor only
     grader_error: NotRequired[str]                         # the grader's traceback when it failed on this file
+    check_errors: NotRequired[dict[str, str]]              # check id -> traceback of a bug in that check (instructor only)
 
 
 def record_to_json(record: Record) -> str:

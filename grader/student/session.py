@@ -22,6 +22,7 @@ from grader.config.bundle import Bundle, bundled_root, read_bundle
 from grader.grading.grade import grade
 from grader.grading.reference import reference_facts
 from grader.intake.discovery import load_single
+from grader.model.record import CheckRecord
 from grader.runs.jobs import fresh_variant_seed
 from grader.runs.snapshot import decode
 from grader.student.runner import check_runner
@@ -42,7 +43,7 @@ class StudentCheck:
     status: str
     score: float
     max_score: float
-    checks: list[dict]
+    checks: list[CheckRecord]
     groups: dict[str, dict]
     messages: list[str]
     environment: dict[str, dict]          # "yours" and "course"

@@ -1,0 +1,71 @@
+"""`grader validate`: after the load-time checks of the configuration, grade the reference solution as a student
+submission. It must score full marks: a check that fails it, or a check or oracle that raises, is a bug the
+instructor fixes before any student is graded."""
+
+from __future__ import annotations
+
+import sys
+import traceback
+
+from grader.common.user_cache import user_cache_dir
+from grader.config.assignment import Assignment, ConfigError
+from grader.grading.grade import grade
+from grader.grading.reference import reference_facts
+from grader.intake.discovery import load_single
+from grader.model.record import Record
+from grader.runs.jobs import fresh_variant_seed
+from grader.runs.runners import fast_runner
+
+
+def trial_problems(assignment: Assignment) -> tuple[list[str], Record | None]:
+    """What keeps the reference solution from full marks (empty when it scores them), and its record."""
+    solution = assignment.solution_path
+    if not solution.is_file():
+        shown = f"assignments/{assignment.id}/assignment.toml"
+        missing = (f"{shown}: [assignment] solution = {assignment.config['assignment']['solution']!r}: no such file "
+                   f"under {assignment.root}; write the reference solution there or fix the path")
+        return [missing], None
+    try:
+        facts = reference_facts(assignment, user_cache_dir())
+    except ConfigError as error:
+        return [f"measuring the reference solution failed: {error}"], None
+    submission = load_single(solution, assignment.submission_filename, assignment.max_submission_bytes)
+    seeds = {"baseline": assignment.lesson_seed}
+    try:
+        with fast_runner(assignment, user_cache_dir(), seeds, lambda note: None) as runner:
+            record = grade(assignment, submission, facts, fresh_variant_seed(assignment), runner)
+    except ConfigError as error:
+        return [f"running the reference solution failed: {error}"], None
+    except Exception:  # noqa: BLE001 -- the oracle or framework failed on the reference: every student would see it
+        failed = ("grading the reference solution raised an error (every student would get 'the grader failed'):\n"
+                  + traceback.format_exc(limit=8))
+        return [failed], None
+    problems = []
+    if record["status"] != "graded":
+        problems.append(f"the reference solution was not graded: {'; '.join(record['messages'][:2])}")
+    errors = record.get("check_errors", {})
+    for check in record["checks"]:
+        if check["id"] in errors:
+            problems.append(f"check {check['id']} raised an error of its own (fix it in checks.py):\n{errors[check['id']]}")
+        elif check["score"] < check["max_score"]:
+            problems.append(f"check {check['id']} gave the reference solution {check['score']:g}/{check['max_score']:g}: "
+                            + check["feedback"].replace("\n", " ")[:600])
+    for scenario, reasons in (record.get("grader_faults") or {}).items():
+        problems += [f"the {scenario} run failed in the grader's own code: {reason}" for reason in reasons]
+    return problems, record
+
+
+def trial_grading(assignment: Assignment) -> int:
+    """Print OK or every problem; the exit status of `grader validate` (0 ready, 1 not)."""
+    print(f"{assignment.id}: configuration valid ({len(assignment.checks)} checks, {assignment.max_score:g} points); "
+          f"trial grading of {assignment.solution_path.name} ...")
+    problems, record = trial_problems(assignment)
+    if problems:
+        print(f"FAILED: the reference solution does not score full marks ({len(problems)} problem(s)):", file=sys.stderr)
+        for problem in problems:
+            print(f"- {problem}", file=sys.stderr)
+        return 1
+    assert record is not None
+    print(f"OK: {assignment.id} is ready to grade; the reference solution scores {record['score']:g}/"
+          f"{record['max_score']:g} (variant seed {record['variant_seed']}).")
+    return 0

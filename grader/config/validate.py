@@ -1,0 +1,387 @@
+"""Validate an assignment folder at load, so a misconfiguration stops the grader before any student is graded.
+
+Without this, a missing key surfaces as a raw KeyError, a name in both [parameters] and [tolerances] as a
+TypeError, and a renamed `oracle.build` as "the grader failed" on every submission. Each problem names the
+file, the key and the fix; all problems found are reported together in one ConfigError.
+
+Two passes: `config_problems` reads the TOML as plain data (so nothing later meets a key of the wrong type);
+`module_problems` then reads the lesson's Python files (oracle, checks, scenario set-up, probes).
+"""
+
+from __future__ import annotations
+
+import ast
+import difflib
+import inspect
+import re
+import tomllib
+import types
+from dataclasses import fields
+from pathlib import Path
+from typing import Any
+
+from grader.model.limits import Limits
+
+VISIBILITIES = ("visible", "after_due_date", "after_published", "hidden")
+EVIDENCE_BOUNDS = ("max_calls", "max_calls_per_statement", "max_arrays", "max_elements", "max_evaluations")
+BINDING_RULES = ("first", "last", "last number", "last vector")   # or "as_of <name>"
+
+TABLES = ("assignment", "parameters", "tolerances", "scenarios", "groups", "checks", "limits", "evidence",
+          "bindings", "report", "starter", "lms")
+REQUIRED_TABLES = ("assignment", "parameters", "scenarios", "groups", "checks")
+ASSIGNMENT_KEYS = {"id": "", "title": "", "solution": "solutions/<id>.py (the reference solution, relative to the project root)",
+                   "submission_filename": "", "max_submission_bytes": "1048576 (larger files are not run)",
+                   "contract": '["x", ...] (the top-level names the checks read)', "reference_facts": "",
+                   "seed_parameter": '"lesson_seed" (the [parameters] entry holding the lesson\'s RNG seed)'}
+ASSIGNMENT_REQUIRED = ("solution", "max_submission_bytes", "contract", "seed_parameter")
+SCENARIO_KEYS = ("description", "setup", "fresh_seed", "failure_hint")
+GROUP_KEYS = ("points", "title")
+CHECK_KEYS = ("id", "title", "group", "points", "visibility", "scenarios", "function", "needs")
+CHECK_REQUIRED = ("id", "group", "points", "function")
+REPORT_KEYS = ("figure",)
+LMS_KEYS = ("canvas_assignment_id", "canvas_assignment_name", "otter")
+
+
+class ConfigError(Exception):
+    """The assignment folder is inconsistent; raised at load time, before any student is graded.
+
+    `problems` holds one line per problem, each naming the file, the key and the fix."""
+
+    def __init__(self, message: str, problems: list[str] | None = None):
+        super().__init__(message)
+        self.problems = problems if problems is not None else [message]
+
+
+def raise_problems(problems: list[str]) -> None:
+    if problems:
+        heading = "" if len(problems) == 1 else f"{len(problems)} problems in the assignment's configuration:\n"
+        raise ConfigError(heading + "\n".join(problems), problems)
+
+
+def binding_rule_problem(rule: object, contract: list[str]) -> str | None:
+    """Why a [bindings] rule is not understood (None when it is)."""
+    if not isinstance(rule, str):
+        return "a rule is a string"
+    if rule in BINDING_RULES:
+        return None
+    kind, _, other = rule.partition(" ")
+    if kind == "as_of" and other in contract:
+        return None
+    return f"use one of {', '.join(repr(r) for r in BINDING_RULES)} or 'as_of <contract name>'"
+
+
+def read_toml(path: Path, shown: str) -> dict[str, Any]:
+    """The parsed TOML; a syntax error names the file and the line."""
+    try:
+        return tomllib.loads(path.read_text())
+    except tomllib.TOMLDecodeError as error:
+        text = str(error)
+        place = re.search(r"\(at line (\d+), column (\d+)\)", text)
+        what = re.sub(r"\s*\(at .*\)$", "", text)
+        at = f"line {place.group(1)}, column {place.group(2)}: " if place else ""
+        raise ConfigError(f"{shown}: {at}TOML syntax error ({what}); fix the syntax there "
+                          "(strings in quotes, one key = value a line, [table] headers on their own line)") from None
+    except (OSError, UnicodeDecodeError) as error:
+        raise ConfigError(f"{shown}: cannot be read ({error}); make it a readable UTF-8 text file") from None
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _names(values: Any) -> str:
+    return ", ".join(str(v) for v in values) or "none"
+
+
+def _spelling(key: str, allowed: Any) -> str:
+    close = difflib.get_close_matches(key, list(allowed), n=1)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
+def _unknown_keys(table: dict, allowed: Any, where: str) -> list[str]:
+    return [f"{where}: unknown key {key!r}{_spelling(key, allowed)}: the allowed keys are {_names(allowed)}; "
+            "fix its spelling or remove it" for key in table if key not in allowed]
+
+
+def _string_list(value: Any) -> bool:
+    return isinstance(value, list) and all(isinstance(v, str) for v in value)
+
+
+def config_problems(config: dict[str, Any], folder_name: str) -> list[str]:
+    """Problems of assignment.toml read as data: tables, keys, types, and references between tables."""
+    problems = [f"[{name}] is not a known table{_spelling(name, TABLES)}: the known tables are "
+                f"{_names(f'[{t}]' for t in TABLES)}; fix its spelling or remove it" for name in config if name not in TABLES]
+    problems += [f"[{name}] is missing: add the table (see assignments/*/assignment.toml of an existing lesson)"
+                 for name in REQUIRED_TABLES if name not in config]
+    for name in TABLES:
+        if name in config and not isinstance(config[name], list if name == "checks" else dict):
+            shape = "[[checks]] entries (an array of tables)" if name == "checks" else f"a table [{name}]"
+            problems.append(f"{name} must be {shape}, not {type(config[name]).__name__}; rewrite it as one")
+    if problems:
+        return problems
+    parameters, tolerances = config["parameters"], config.get("tolerances", {})
+    contract, more = _assignment_problems(config["assignment"], parameters, folder_name)
+    problems += more
+    problems += [f"{name!r} is in both [parameters] and [tolerances]: checks read both through one `settings`, "
+                 "so a name may be in only one; rename it or remove it from one table" for name in parameters if name in tolerances]
+    problems += [f"[tolerances] {name} = {value!r}: a tolerance must be a number >= 0; set it to a number, "
+                 "e.g. 1e-5" for name, value in tolerances.items() if not (_number(value) and value >= 0)]
+    scenarios = config["scenarios"]
+    problems += _scenario_problems(scenarios)
+    problems += _check_problems(config["checks"], config["groups"], scenarios, contract)
+    problems += _limit_problems(config.get("limits", {}))
+    problems += _small_table_problems(config, contract)
+    return problems
+
+
+def _assignment_problems(info: dict, parameters: dict, folder_name: str) -> tuple[list[str], list[str]]:
+    problems = _unknown_keys(info, ASSIGNMENT_KEYS, "[assignment]")
+    problems += [f"[assignment] {key} is missing: add {key} = {ASSIGNMENT_KEYS[key]}"
+                 for key in ASSIGNMENT_REQUIRED if key not in info]
+    contract = info.get("contract", [])
+    if not _string_list(contract) or not contract:
+        problems.append(f"[assignment] contract = {contract!r}: must be a non-empty list of names (strings); "
+                        'write e.g. contract = ["x", "y"]')
+        contract = []
+    elif len(set(contract)) != len(contract):
+        problems.append("[assignment] contract lists a name twice: list each name once")
+    for key in ("id", "title", "solution", "submission_filename"):
+        if key in info and not isinstance(info[key], str):
+            problems.append(f"[assignment] {key} = {info[key]!r}: must be a string; put it in quotes")
+    if "id" in info and info["id"] != folder_name:
+        problems.append(f"[assignment] id = {info['id']!r}: the folder is assignments/{folder_name}; "
+                        f"set id = {folder_name!r} or rename the folder")
+    size = info.get("max_submission_bytes", 1)
+    if not isinstance(size, int) or isinstance(size, bool) or size <= 0:
+        problems.append(f"[assignment] max_submission_bytes = {size!r}: must be a whole number of bytes > 0; "
+                        "set it to e.g. 1048576")
+    facts = info.get("reference_facts", [])
+    if not _string_list(facts) or any(name not in contract for name in facts):
+        problems.append(f"[assignment] reference_facts = {facts!r}: must list contract names; "
+                        f"use names from [assignment] contract ({_names(contract)})")
+    seed = info.get("seed_parameter")
+    if seed is not None and seed not in parameters:
+        problems.append(f"[assignment] seed_parameter = {seed!r}: [parameters] has no {seed!r}; "
+                        f"add {seed} = <the lesson's seed> to [parameters] or name one of {_names(parameters)}")
+    elif seed is not None and not (isinstance(parameters[seed], int) and not isinstance(parameters[seed], bool)):
+        problems.append(f"[parameters] {seed} = {parameters[seed]!r}: the seed parameter must be a whole number; "
+                        "set it to the seed the lesson uses")
+    return contract, problems
+
+
+def _scenario_problems(scenarios: dict) -> list[str]:
+    problems = [] if "baseline" in scenarios else [
+        "[scenarios.baseline] is missing: add it (the file as written), e.g. [scenarios.baseline] with description = \"your file as written\""]
+    for name, scenario in scenarios.items():
+        where = f"[scenarios.{name}]"
+        if not isinstance(scenario, dict):
+            problems.append(f"{where} must be a table; write [scenarios.{name}] with description and setup keys")
+            continue
+        problems += _unknown_keys(scenario, SCENARIO_KEYS, where)
+        if not _string_list(scenario.get("setup", [])):
+            problems.append(f"{where} setup = {scenario['setup']!r}: must be a list of function names of "
+                            'scenario_setup.py; write e.g. setup = ["replace_lesson_seed"]')
+        if not isinstance(scenario.get("fresh_seed", False), bool):
+            problems.append(f"{where} fresh_seed = {scenario['fresh_seed']!r}: must be true or false (no quotes)")
+        for key in ("description", "failure_hint"):
+            if not isinstance(scenario.get(key, ""), str):
+                problems.append(f"{where} {key} = {scenario[key]!r}: must be a string; put it in quotes")
+    return problems
+
+
+def _check_problems(checks: list, groups: dict, scenarios: dict, contract: list[str]) -> list[str]:
+    problems: list[str] = []
+    totals: dict[str, float] = {}
+    seen: dict[str, int] = {}
+    for number, check in enumerate(checks, 1):
+        if not isinstance(check, dict):
+            problems.append(f"[[checks]] entry {number} must be a table; write it as a [[checks]] block")
+            continue
+        where = f"[[checks]] {check['id']}" if isinstance(check.get("id"), str) else f"[[checks]] entry {number}"
+        problems += _unknown_keys(check, CHECK_KEYS, where)
+        problems += [f"{where}: {key} is missing: add {key} = ..." for key in CHECK_REQUIRED if key not in check]
+        if isinstance(check.get("id"), str):
+            seen[check["id"]] = seen.get(check["id"], 0) + 1
+        points = check.get("points", 0)
+        if not _number(points) or points < 0:
+            problems.append(f"{where}: points = {points!r}: points must be a number >= 0; set it to this check's "
+                            "share of its group's points, e.g. points = 2")
+        group = check.get("group")
+        if "group" in check and group not in groups:
+            problems.append(f"{where}: group = {group!r}: no such group{_spelling(str(group), groups)}; "
+                            f"use one of {_names(groups)} or add [groups] {group} = {{ points = ..., title = ... }}")
+        elif isinstance(group, str) and _number(points):
+            totals[group] = totals.get(group, 0.0) + float(points)
+        visibility = check.get("visibility", "visible")
+        if visibility not in VISIBILITIES:
+            problems.append(f"{where}: visibility = {visibility!r}: unknown visibility; use one of {_names(VISIBILITIES)}")
+        listed = check.get("scenarios", ["baseline"])
+        if not _string_list(listed) or not listed:
+            problems.append(f"{where}: scenarios = {listed!r}: must be a non-empty list of scenario names")
+        else:
+            problems += [f"{where}: scenarios lists {s!r}: no [scenarios.{s}]{_spelling(s, scenarios)}; use one of "
+                         f"{_names(scenarios)} or define [scenarios.{s}]" for s in listed
+                         if s not in scenarios and s != "baseline"]      # a missing baseline is reported once
+        needs = check.get("needs", [])
+        if not _string_list(needs):
+            problems.append(f"{where}: needs = {needs!r}: must be a list of contract names (or [\"*\"] for all)")
+        elif needs != ["*"]:
+            problems += [f"{where}: needs {n!r}, which is not in [assignment] contract; add it to the contract "
+                         f"or fix the name{_spelling(n, contract)}" for n in needs if n not in contract]
+        if "function" in check and not (isinstance(check["function"], str) and check["function"].isidentifier()):
+            problems.append(f"{where}: function = {check['function']!r}: must be the name of a function in checks.py")
+    problems += [f"[[checks]] id = {check_id!r} is used by {count} checks: each check needs its own id; rename one"
+                 for check_id, count in seen.items() if count > 1]
+    for group, info in groups.items():
+        if not isinstance(info, dict) or not _number(info.get("points")) or info["points"] < 0:
+            problems.append(f"[groups] {group}: points must be a number >= 0; write {group} = {{ points = 10, title = \"...\" }}")
+            continue
+        problems += _unknown_keys(info, GROUP_KEYS, f"[groups] {group}")
+        total = totals.get(group, 0.0)
+        if abs(total - float(info["points"])) > 1e-9:
+            problems.append(f"[groups] {group}: points = {info['points']}, but its checks add up to {total:g}; "
+                            "make the group's points the sum of its checks' points")
+    return problems
+
+
+def _limit_problems(limits: dict) -> list[str]:
+    known = {f.name: f.type for f in fields(Limits)}
+    problems = _unknown_keys(limits, known, "[limits]")
+    for name, value in limits.items():
+        whole = known.get(name) in (int, "int")
+        if name in known and (not _number(value) or value <= 0 or (whole and not isinstance(value, int))):
+            kind = "a whole number > 0" if whole else "a number > 0"
+            problems.append(f"[limits] {name} = {value!r}: must be {kind}; write it without quotes, "
+                            f"e.g. {name} = {getattr(Limits(), name)}")
+    soft, wall = limits.get("soft_seconds", Limits.soft_seconds), limits.get("wall_seconds", Limits.wall_seconds)
+    if _number(soft) and _number(wall) and soft > wall:
+        problems.append(f"[limits] soft_seconds = {soft} is above wall_seconds = {wall}: the soft limit must come "
+                        "first; lower soft_seconds or raise wall_seconds")
+    return problems
+
+
+def _small_table_problems(config: dict, contract: list[str]) -> list[str]:
+    evidence, bindings = config.get("evidence", {}), config.get("bindings", {})
+    report, lms = config.get("report", {}), config.get("lms", {})
+    problems = _unknown_keys(evidence, EVIDENCE_BOUNDS, "[evidence]")
+    problems += [f"[evidence] {key} = {value!r}: must be a whole number >= 0; write e.g. {key} = 64"
+                 for key, value in evidence.items() if key in EVIDENCE_BOUNDS
+                 and (not isinstance(value, int) or isinstance(value, bool) or value < 0)]
+    for name, rule in bindings.items():
+        if name not in contract:
+            problems.append(f"[bindings] {name}: not in [assignment] contract; add it there or remove this line")
+        problem = binding_rule_problem(rule, contract)
+        if problem:
+            problems.append(f"[bindings] {name} = {rule!r}: {problem}")
+    problems += _unknown_keys(report, REPORT_KEYS, "[report]")
+    if "figure" in report and report["figure"] not in contract:
+        problems.append(f"[report] figure = {report['figure']!r}: not in [assignment] contract; name a contract name")
+    problems += _unknown_keys(lms, LMS_KEYS, "[lms]")
+    if not isinstance(lms.get("otter", {}), dict):
+        problems.append("[lms] otter must be a table [lms.otter] of otter options")
+    return problems
+
+
+# ---- the lesson's Python files ----------------------------------------------------------------------
+
+def _functions(source: str) -> dict[str, ast.FunctionDef]:
+    tree = ast.parse(source)
+    return {node.name: node for node in tree.body if isinstance(node, ast.FunctionDef)}
+
+
+def _accepts(function: Any, *args: Any) -> bool:
+    try:
+        inspect.signature(function).bind(*args)
+    except (TypeError, ValueError):
+        return False
+    return True
+
+
+def module_problems(config: dict[str, Any], folder: Path, shown: Path, oracle: types.ModuleType,
+                    checks: types.ModuleType) -> list[str]:
+    """Problems between assignment.toml and the lesson's Python files: every function it names exists and
+    takes what the framework passes."""
+    toml = shown / "assignment.toml"
+    problems = []
+    build = getattr(oracle, "build", None)
+    if not callable(build):
+        found = [n for n, v in vars(oracle).items() if inspect.isfunction(v) and v.__module__ == oracle.__name__]
+        problems.append(f"{shown / 'oracle.py'}: no function build: the framework calls build(seed, facts, scenario) "
+                        f"to make each scenario's oracle; define it{_spelling('build', found)}")
+    elif not (_accepts(build, 0, {}, None) or _accepts(build, 0, {})):
+        problems.append(f"{shown / 'oracle.py'}: build{inspect.signature(build)} cannot be called as "
+                        "build(seed, facts, scenario); give it those three parameters")
+    defined = {n for n, v in vars(checks).items() if callable(v) and not n.startswith("_")}
+    for check in config["checks"]:
+        function = getattr(checks, check["function"], None)
+        if not callable(function):
+            problems.append(f"{toml}: [[checks]] {check['id']}: function = {check['function']!r}: checks.py has no such "
+                            f"function{_spelling(check['function'], defined)}; define def {check['function']}(run, oracle, "
+                            f"settings) in {shown / 'checks.py'} or name an existing one")
+        elif not _accepts(function, None, None, None):
+            problems.append(f"{shown / 'checks.py'}: {check['function']}{inspect.signature(function)} (check "
+                            f"{check['id']}) cannot be called as {check['function']}(run, oracle, settings); give it those parameters")
+    problems += _setup_problems(config, folder, shown)
+    problems += _probe_problems(config, folder, shown)
+    return problems
+
+
+def _child_source(folder: Path, shown: Path, name: str, problems: list[str]) -> dict[str, ast.FunctionDef] | None:
+    path = folder / name
+    if not path.is_file():
+        return None
+    try:
+        return _functions(path.read_text())
+    except SyntaxError as error:
+        problems.append(f"{shown / name}: line {error.lineno}: syntax error ({error.msg}); fix it")
+        return {}
+
+
+def _setup_problems(config: dict, folder: Path, shown: Path) -> list[str]:
+    """Each scenario's set-up function exists in scenario_setup.py and accepts the keywords it is called with
+    (every [parameters] entry and `seed`)."""
+    problems: list[str] = []
+    functions = _child_source(folder, shown, "scenario_setup.py", problems)
+    passed = {*config["parameters"], "seed"}
+    for scenario, table in config["scenarios"].items():
+        for name in table.get("setup", []):
+            if functions is None or name not in functions:
+                where = "there is no scenario_setup.py" if functions is None else "scenario_setup.py has no such function"
+                problems.append(f"{shown / 'assignment.toml'}: [scenarios.{scenario}] setup lists {name!r}: {where}"
+                                f"{_spelling(name, functions or {})}; define def {name}(seed, **_) in "
+                                f"{shown / 'scenario_setup.py'} or remove it from setup")
+                continue
+            args = functions[name].args
+            wanted = [a.arg for a in args.posonlyargs + args.args + args.kwonlyargs]
+            optional = len(args.defaults) + sum(d is not None for d in args.kw_defaults)
+            required = wanted[:len(wanted) - optional] if optional else wanted
+            unknown = [a for a in required if a not in passed]
+            if unknown:
+                problems.append(f"{shown / 'scenario_setup.py'}: {name}() needs {_names(unknown)}, which is not passed: "
+                                f"set-up functions get the [parameters] entries and seed as keywords; add "
+                                f"{unknown[0]} to [parameters] or give it a default")
+            elif args.kwarg is None and args.posonlyargs:
+                problems.append(f"{shown / 'scenario_setup.py'}: {name}() has positional-only parameters: "
+                                "set-up functions are called with keywords; remove the `/`")
+            elif args.kwarg is None:
+                problems.append(f"{shown / 'scenario_setup.py'}: {name}() does not accept **kwargs: it is called with "
+                                "every [parameters] entry and seed as keywords; add **_ to its parameters")
+    return problems
+
+
+def _probe_problems(config: dict, folder: Path, shown: Path) -> list[str]:
+    """A probe's parameters are contract names: the harness calls it with those values from the student's file."""
+    problems: list[str] = []
+    functions = _child_source(folder, shown, "probes.py", problems) or {}
+    contract = config["assignment"].get("contract", [])
+    for name, node in functions.items():
+        if name.startswith("_"):
+            continue
+        args = node.args
+        params = [a.arg for a in args.posonlyargs + args.args + args.kwonlyargs]
+        problems += [f"{shown / 'probes.py'}: probe {name}() has parameter {p!r}, which is not in [assignment] "
+                     f"contract: a probe's parameters are contract names{_spelling(p, contract)}; add {p!r} to the "
+                     "contract or rename the parameter" for p in params if p not in contract]
+        if args.vararg or args.kwarg:
+            problems.append(f"{shown / 'probes.py'}: probe {name}() takes *args or **kwargs: name each contract value it reads")
+    return problems

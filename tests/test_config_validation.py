@@ -1,0 +1,240 @@
+"""A misconfigured assignment is stopped at load with a message naming the file, the key and the fix; `grader
+validate` adds a trial grading of the reference; a check's own bug is the grader's fault, never the student's.
+
+Each broken config is a copy of assignments/performance-05 with one thing changed."""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+import shutil
+import subprocess
+import sys
+import types
+from pathlib import Path
+
+import pytest
+
+from grader.api.values import as_vector
+from grader.config.assignment import CheckSpec, ConfigError, load
+from grader.grading.engine import run_checks
+from grader.runs.snapshot import Snapshot
+
+ROOT = Path(__file__).resolve().parent.parent
+LESSON = "performance-05"
+TOML = f"assignments/{LESSON}/assignment.toml"
+GRADER = [sys.executable, "-m", "grader.cli.main"]
+
+
+def copy_project(tmp_path: Path) -> Path:
+    """A project root holding a copy of the lesson and its solution."""
+    shutil.copytree(ROOT / "assignments" / LESSON, tmp_path / "assignments" / LESSON,
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    (tmp_path / "solutions").mkdir()
+    shutil.copy(ROOT / "solutions" / f"{LESSON}.py", tmp_path / "solutions")
+    return tmp_path
+
+
+def edit(root: Path, name: str, old: str, new: str) -> None:
+    """Replace the first occurrence of `old` (which must be there) in one file of the copied lesson."""
+    path = root / "assignments" / LESSON / name
+    text = path.read_text()
+    assert old in text, f"{name} no longer holds {old!r}: update this test"
+    path.write_text(text.replace(old, new, 1))
+
+
+def toml(old: str, new: str):
+    return lambda root: edit(root, "assignment.toml", old, new)
+
+
+def toml_syntax_error(root: Path) -> str:
+    """Breaks one line of the TOML and returns the 'line N' the message must name."""
+    path = root / "assignments" / LESSON / "assignment.toml"
+    lines = path.read_text().splitlines()
+    number = next(i for i, line in enumerate(lines, 1) if line.startswith("title = "))
+    lines[number - 1] = 'title = "Memory, rematerialization'          # an unterminated string
+    path.write_text("\n".join(lines) + "\n")
+    return f"line {number}"
+
+
+BROKEN = {
+    "missing required key": (toml('seed_parameter = "lesson_seed"\n', ""),
+                             [TOML, "[assignment] seed_parameter is missing", "add seed_parameter ="]),
+    "unknown top-level table": (toml("[report]", "[raport]"),
+                                [TOML, "[raport] is not a known table", "did you mean 'report'", "the known tables are"]),
+    "misspelled key": (toml("points = 3\n", "pionts = 3\n"),
+                       [TOML, "[[checks]] runs.no_errors: unknown key 'pionts'", "did you mean 'points'",
+                        "the allowed keys are id, title, group, points"]),
+    "name in parameters and tolerances": (toml("[tolerances]\n", "[tolerances]\nwidth = 0.5\n"),
+                                          [TOML, "'width' is in both [parameters] and [tolerances]", "rename it or remove it"]),
+    "unknown setup function": (toml('"vary_memory_analysis"]', '"vary_memory_analyses"]'),
+                               [TOML, "[scenarios.variant] setup lists 'vary_memory_analyses'",
+                                "scenario_setup.py has no such function", "did you mean 'vary_memory_analysis'"]),
+    "probe parameter outside the contract": (lambda root: edit(root, "probes.py", "def grad_plain(plain, x, w)",
+                                                               "def grad_plain(plain, x, weights)"),
+                                             [f"assignments/{LESSON}/probes.py", "probe grad_plain() has parameter 'weights'",
+                                              "not in [assignment] contract", "add 'weights' to the contract or rename"]),
+    "missing oracle function": (lambda root: edit(root, "oracle.py", "def build(", "def make_oracle("),
+                                [f"assignments/{LESSON}/oracle.py: no function build", "build(seed, facts, scenario)",
+                                 "define it"]),
+    "check function missing from checks.py": (toml('function = "no_statement_failed"', 'function = "no_statement_fails"'),
+                                              [TOML, "[[checks]] runs.no_errors: function = 'no_statement_fails'",
+                                               "checks.py has no such function", "did you mean 'no_statement_failed'",
+                                               "define def no_statement_fails(run, oracle, settings)"]),
+    "negative points": (toml("points = 3\n", "points = -1\n"),
+                        [TOML, "[[checks]] runs.no_errors: points = -1: points must be a number >= 0", "set it to"]),
+    "points not a number": (toml("points = 3\n", 'points = "3"\n'),
+                            [TOML, "[[checks]] runs.no_errors: points = '3': points must be a number >= 0"]),
+    "unknown visibility": (toml('visibility = "visible"', 'visibility = "secret"'),
+                           [TOML, "[[checks]] runs.no_errors: visibility = 'secret'",
+                            "use one of visible, after_due_date, after_published, hidden"]),
+    "duplicate check ids": (toml('id = "runs.reached_end"', 'id = "runs.no_errors"'),
+                            [TOML, "id = 'runs.no_errors' is used by 2 checks", "rename one"]),
+    "check lists an unknown scenario": (toml('scenarios = ["baseline", "variant"]', 'scenarios = ["baseline", "varient"]'),
+                                        [TOML, "[[checks]] gradients.inputs: scenarios lists 'varient'",
+                                         "did you mean 'variant'", "define [scenarios.varient]"]),
+    "limit of the wrong type": (toml("wall_seconds = 30 ", 'wall_seconds = "30" '),
+                                [TOML, "[limits] wall_seconds = '30': must be a number > 0", "without quotes"]),
+    "whole-number limit given a fraction": (toml("max_processes = 256", "max_processes = 2.5"),
+                                            [TOML, "[limits] max_processes = 2.5: must be a whole number > 0"]),
+    "unknown check group": (toml('group = "hvp"', 'group = "hvps"'),
+                            [TOML, "[[checks]] hvp.shape_and_finite: group = 'hvps': no such group", "did you mean 'hvp'"]),
+    "group points that do not add up": (toml("runs = { points = 5,", "runs = { points = 6,"),
+                                        [TOML, "[groups] runs: points = 6, but its checks add up to 5",
+                                         "make the group's points the sum"]),
+    "no baseline scenario": (toml("[scenarios.baseline]", "[scenarios.base]"),
+                             [TOML, "[scenarios.baseline] is missing", "add it"]),
+    "set-up function without **kwargs": (lambda root: edit(root, "scenario_setup.py", "def vary_memory_analysis(seed, **_)",
+                                                           "def vary_memory_analysis(seed)"),
+                                         [f"assignments/{LESSON}/scenario_setup.py: vary_memory_analysis() does not accept **kwargs",
+                                          "add **_"]),
+    "oracle that cannot be imported": (lambda root: edit(root, "oracle.py", "import numpy as np",
+                                                         "import numpy as np\nimport no_such_module_anywhere"),
+                                       [f"assignments/{LESSON}/oracle.py: importing it raised ModuleNotFoundError",
+                                        "no_such_module_anywhere", "fix the file"]),
+    "bad evidence bound": (toml("max_arrays = 16", "max_arrays = -16"),
+                           [TOML, "[evidence] max_arrays = -16: must be a whole number >= 0"]),
+    "seed parameter not in [parameters]": (toml('seed_parameter = "lesson_seed"', 'seed_parameter = "seed"'),
+                                           [TOML, "[assignment] seed_parameter = 'seed': [parameters] has no 'seed'",
+                                            "add seed = <the lesson's seed> to [parameters]"]),
+}
+
+
+@pytest.mark.parametrize("case", list(BROKEN))
+def test_a_broken_config_gets_its_own_message(tmp_path, case):
+    root = copy_project(tmp_path)
+    mutate, expected = BROKEN[case]
+    mutate(root)
+    with pytest.raises(ConfigError) as caught:
+        load(LESSON, root)
+    message = str(caught.value)
+    for fragment in expected:
+        assert fragment in message, f"{case}: {fragment!r} not in:\n{message}"
+    others = {f for other, (_, fragments) in BROKEN.items() if other != case for f in fragments[1:2]} - set(expected)
+    assert not [f for f in others if f in message], f"{case} reads like another case:\n{message}"
+
+
+def test_a_toml_syntax_error_names_the_file_and_line(tmp_path):
+    root = copy_project(tmp_path)
+    line = toml_syntax_error(root)
+    with pytest.raises(ConfigError) as caught:
+        load(LESSON, root)
+    message = str(caught.value)
+    assert message.startswith(f"{TOML}: {line}, column ") and "TOML syntax error" in message and "fix the syntax" in message
+
+
+def test_every_problem_is_reported_at_once(tmp_path):
+    root = copy_project(tmp_path)
+    edit(root, "assignment.toml", 'visibility = "visible"', 'visibility = "secret"')
+    edit(root, "assignment.toml", "wall_seconds = 30 ", 'wall_seconds = "30" ')
+    with pytest.raises(ConfigError) as caught:
+        load(LESSON, root)
+    assert len(caught.value.problems) == 2
+    assert all(problem.startswith(TOML) for problem in caught.value.problems)
+
+
+def test_the_real_assignments_load_cleanly():
+    assert load(LESSON, ROOT).max_score == 100
+    assert load("tiny", ROOT / "tests" / "fixtures" / "tiny_project").max_score == 1
+
+
+# ---- the command --------------------------------------------------------------------------------------
+
+def test_validate_accepts_the_real_assignment():
+    done = subprocess.run([*GRADER, "validate", LESSON], check=False, cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    assert re.search(r"OK: performance-05 is ready to grade; the reference solution scores 100/100", done.stdout)
+
+
+def test_validate_and_grade_refuse_a_broken_config(tmp_path):
+    root = copy_project(tmp_path / "project")
+    edit(root, "oracle.py", "def build(", "def make_oracle(")
+    folder = root / "assignments" / LESSON
+    done = subprocess.run([*GRADER, "validate", str(folder)], check=False, cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 1
+    assert "FAILED" in done.stderr and f"{LESSON}/oracle.py: no function build" in done.stderr
+
+    submissions, out = tmp_path / "submissions", tmp_path / "results"
+    submissions.mkdir()
+    shutil.copy(ROOT / "examples" / "submissions" / "bob.py", submissions)
+    done = subprocess.run([*GRADER, "grade", str(submissions), "--assignment", str(folder), "--out", str(out)],
+                          check=False, cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert done.returncode != 0
+    assert "oracle.py: no function build" in done.stderr
+    assert not out.exists() or not list(out.glob("*.json"))        # refused before grading anyone
+
+
+def test_validate_reports_a_check_that_fails_the_reference(tmp_path):
+    """The trial grading: a check with a bug of its own, and one that the reference solution fails."""
+    root = copy_project(tmp_path)
+    edit(root, "checks.py", "def remat_saves_fewer(run, oracle, settings):\n",
+         "def remat_saves_fewer(run, oracle, settings):\n    return len(None)\n")
+    edit(root, "checks.py", "def eps_is_a_sensible_step(run, oracle, settings):\n",
+         "def eps_is_a_sensible_step(run, oracle, settings):\n    assert False, 'never satisfied'\n")
+    done = subprocess.run([*GRADER, "validate", LESSON, "--root", str(root)], check=False, cwd=ROOT, capture_output=True, text=True,
+                          timeout=600)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "check residuals.remat_saves_fewer raised an error of its own" in done.stderr
+    assert "TypeError" in done.stderr and "Traceback" in done.stderr
+    assert "check directional.eps_sensible gave the reference solution 0/3: never satisfied" in done.stderr
+
+
+# ---- a check's own bug ---------------------------------------------------------------------------------
+
+def _with_check(assignment, function, scenarios=("baseline", "variant")):
+    spec = CheckSpec(id="runs.probe", group="runs", points=5.0, visibility="visible", scenarios=tuple(scenarios),
+                     function="probe_check")
+    return dataclasses.replace(assignment, checks=[spec], check_module=types.SimpleNamespace(probe_check=function))
+
+
+def _snapshots():
+    return {"baseline": Snapshot("baseline", 18, ending="completed"), "variant": Snapshot("variant", 7, ending="completed")}
+
+
+def test_a_check_bug_is_the_graders_error_and_costs_nothing():
+    assignment = _with_check(load(LESSON, ROOT), lambda run, oracle, settings: None + 1)
+    (result,) = run_checks(assignment, _snapshots(), {"baseline": None, "variant": None})
+    assert result.score == result.max_score == 5
+    assert "bug in the grader's own check" in result.feedback and "not in your work" in result.feedback
+    assert "TypeError" not in result.feedback                    # the traceback is the instructor's, not the student's
+    assert "TypeError: unsupported operand" in result.grader_error and "Traceback" in result.grader_error
+    assert "[baseline run]" in result.grader_error and "[variant run]" in result.grader_error
+
+
+def test_a_check_bug_in_one_run_leaves_the_other_run_to_judge():
+    def check(run, oracle, settings):
+        if run.scenario == "variant":
+            return {}["missing"]
+        raise AssertionError("`x` is wrong.")
+    assignment = _with_check(load(LESSON, ROOT), check)
+    (result,) = run_checks(assignment, _snapshots(), {"baseline": None, "variant": None})
+    assert result.score == 0 and result.feedback.startswith("`x` is wrong.")
+    assert "The variant run was not used here: the grader's own code failed in it." in result.feedback
+    assert "KeyError" in result.grader_error
+
+
+def test_a_student_value_a_coercion_refuses_stays_a_student_failure():
+    assignment = _with_check(load(LESSON, ROOT), lambda run, oracle, settings: as_vector("ten", "`x`", 16))
+    (result,) = run_checks(assignment, _snapshots(), {"baseline": None, "variant": None})
+    assert result.score == 0 and not result.grader_error
+    assert result.feedback == "`x` should be a real vector; found the string 'ten'."
