@@ -203,7 +203,7 @@ def _otter_run(built: Path, submission: Path, folder: Path, cache_home: Path) ->
 
 
 @pytest.fixture(scope="module")
-def graded(assignment, built, tmp_path_factory):
+def graded(assignment, built, tmp_path_factory, reference_cache):
     if not OTTER.is_file():
         pytest.fail(f"{OTTER} not found: otter-grader is a dependency of the project")
     try:
@@ -216,6 +216,7 @@ def graded(assignment, built, tmp_path_factory):
     shutil.copy(assignment.solution_path, submissions / "reference.py")
     shutil.copy(MISTAKE, submissions / "forward_difference.py")
     out = work / "out"
+    reference_cache.seed(out, assignment.id)
     batch = grade_folder(assignment, submissions, out, progress=lambda line: None)
 
     reference = work / "reference-in" / assignment.submission_filename

@@ -333,13 +333,14 @@ def test_unfinished_exercises_reads_student_files_tolerantly(assignment):
 # ---- grading the starter, the solution and the solution as a notebook ----------------------------------
 
 @pytest.fixture(scope="module")
-def graded(assignment, built, tmp_path_factory) -> dict:
+def graded(assignment, built, tmp_path_factory, reference_cache) -> dict:
     root = tmp_path_factory.mktemp("graded")
     submissions, out = root / "submissions", root / "results"
     submissions.mkdir()
     shutil.copy(built[".py"], submissions / "starter.py")
     shutil.copy(assignment.solution_path, submissions / "solution.py")
     (submissions / "solution_notebook.ipynb").write_text(render(assignment, scaffold=False).notebook)
+    reference_cache.seed(out, assignment.id)
     grader.cli.batch.grade_folder(assignment, submissions, out, workers=2, regrade=True)
     records = {path.stem: json.loads(path.read_text()) for path in out.glob("*.json")}
     return {"records": records, "cache": out / ".grader-cache"}

@@ -71,7 +71,7 @@ class Graded:
 
 
 @pytest.fixture(scope="module")
-def graded(tmp_path_factory) -> Graded:
+def graded(tmp_path_factory, reference_cache) -> Graded:
     root = tmp_path_factory.mktemp("corpus")
     submissions, out = root / "submissions", root / "results"
     submissions.mkdir()
@@ -84,6 +84,7 @@ def graded(tmp_path_factory) -> Graded:
         else:
             shutil.copy2(entry, target)
     assignment = grader.config.assignment.load(ASSIGNMENT)
+    reference_cache.seed(out, ASSIGNMENT)
     result = grader.cli.batch.grade_folder(assignment, submissions, out, workers=2, regrade=True)
     records: dict[str, list[dict]] = {}
     for path in sorted(out.glob("*.json")):           # what the grader wrote, not what it returned

@@ -100,7 +100,7 @@ def gradescope_run(zip_path: Path, entry: Path, work: Path, grader_cache: Path) 
 
 
 @pytest.fixture(scope="module")
-def paths(tmp_path_factory):
+def paths(tmp_path_factory, reference_cache):
     assignment = load("performance-05")
     work = tmp_path_factory.mktemp("paths")
     submissions = work / "submissions"
@@ -109,6 +109,7 @@ def paths(tmp_path_factory):
         source = CORPUS / case
         (shutil.copytree if source.is_dir() else shutil.copy)(source, submissions / case)
     out = work / "out"
+    reference_cache.seed(out, assignment.id)
     batch = grade_folder(assignment, submissions, out, variant_seed=SEED, progress=lambda line: None)
     records = {record["file"].split("/")[0]: record for record in batch.records}
     zip_path = with_seed(write_autograder_zip(assignment, work / "build"), work / "seeded.zip")

@@ -38,7 +38,7 @@ def assignment():
 
 
 @pytest.fixture(scope="module")
-def graded(tmp_path_factory, assignment):
+def graded(tmp_path_factory, assignment, reference_cache):
     """(records by case, reference figures, run_info) from one real batch."""
     root = tmp_path_factory.mktemp("reports")
     folder = root / "submissions"
@@ -46,6 +46,7 @@ def graded(tmp_path_factory, assignment):
     for case, name in CASES.items():
         shutil.copyfile(CORPUS / name, folder / f"{case}.py")
     out = root / "out"
+    reference_cache.seed(out, assignment.id)
     result = grader.cli.batch.grade_folder(assignment, folder, out, workers=2, variant_seed=4242,
                                        progress=lambda line: None)
     records = {r["submission"]: r for r in result.records}

@@ -106,7 +106,7 @@ def file_name(text: str) -> bytes | None:
 
 
 @pytest.fixture(scope="module")
-def batch(tmp_path_factory) -> Batch:
+def batch(tmp_path_factory, reference_cache) -> Batch:
     root = tmp_path_factory.mktemp("threats")
     submissions, out = root / "submissions", root / "results"
     submissions.mkdir()
@@ -127,6 +127,7 @@ def batch(tmp_path_factory) -> Batch:
         expected = tomllib.loads((THREATS / f"{case}{EXPECTED}").read_text(encoding="utf-8"))
         ids[case] = expected.get("submission") or entry_id(os.fsdecode(name))
     before = _tree_digest(submissions)
+    reference_cache.seed(out, assignment.id)
     started = time.time()
     result = grader.cli.batch.grade_folder(assignment, submissions, out, workers=2, regrade=True)
     seconds = time.time() - started
