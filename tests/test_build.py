@@ -346,6 +346,7 @@ def graded(assignment, built, tmp_path_factory, reference_cache) -> dict:
     return {"records": records, "cache": out / ".grader-cache"}
 
 
+@pytest.mark.slow
 def test_untouched_starter_scores_only_the_given_parts(graded):
     record = graded["records"]["starter"]
     assert record["status"] == "graded"
@@ -363,6 +364,7 @@ def test_untouched_starter_scores_only_the_given_parts(graded):
     assert all(name in unfinished for name in EXERCISES)
 
 
+@pytest.mark.slow
 def test_solution_py_and_notebook_get_the_same_full_marks(assignment, graded):
     script, notebook = graded["records"]["solution"], graded["records"]["solution_notebook"]
     assert script["status"] == notebook["status"] == "graded"
@@ -371,6 +373,7 @@ def test_solution_py_and_notebook_get_the_same_full_marks(assignment, graded):
     assert [c["score"] for c in notebook["checks"]] == [c["score"] for c in script["checks"]]
 
 
+@pytest.mark.slow
 def test_check_lists_the_unfinished_exercises_of_the_starter(graded, monkeypatch, capsys):
     monkeypatch.setattr(grader.cli.main, "user_cache_dir", lambda: graded["cache"])   # reuse the measured facts
     assert grader.cli.main.main(["check", str(COMMITTED / "performance-05.py")]) == 0

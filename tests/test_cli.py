@@ -7,10 +7,13 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent
 GRADER = [sys.executable, "-m", "grader.cli.main"]
 
 
+@pytest.mark.slow
 def test_grade_examples_writes_a_record_for_every_entry(tmp_path, reference_cache):
     submissions = tmp_path / "submissions"
     shutil.copytree(ROOT / "examples" / "submissions", submissions, symlinks=True)

@@ -97,6 +97,7 @@ def graded(tmp_path_factory, reference_cache) -> Graded:
                   variant_seed=result.variant_seed)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", case_names())
 def test_corpus_case(case: str, graded: Graded) -> None:
     expected = tomllib.loads((CORPUS / f"{case}{EXPECTED}").read_text(encoding="utf-8"))
@@ -126,3 +127,17 @@ def test_corpus_case(case: str, graded: Graded) -> None:
     if problems:
         pytest.fail(f"{case} ({expected['why']}):\n  " + "\n  ".join(problems)
                     + f"\n\nWhat the grader produced (variant seed {graded.variant_seed}):\n{summary(record)}", pytrace=False)
+
+
+def test_every_corpus_case_is_well_formed() -> None:
+    """Without grading (what `-m "not slow"` checks of the corpus): one entry per case, well-formed expectations."""
+    assignment = grader.config.assignment.load(ASSIGNMENT)
+    entries, names = corpus_entries(), case_names()
+    problems = [f"corpus entries without an {EXPECTED}: {e.name}" for e in entries if case_of(e) not in set(names)]
+    for case in names:
+        mine = [e.name for e in entries if case_of(e) == case]
+        if len(mine) != 1:
+            problems.append(f"case {case!r} needs exactly one corpus entry beside its {EXPECTED}; found {mine}")
+        expected = tomllib.loads((CORPUS / f"{case}{EXPECTED}").read_text(encoding="utf-8"))
+        problems += shape_problems(case, expected, list(assignment.groups), {spec.id for spec in assignment.checks})
+    assert not problems, "\n".join(problems)

@@ -12,6 +12,7 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
 from live_processes import processes_with
 
 import grader.config.assignment
@@ -28,6 +29,7 @@ def _records(out: Path) -> dict[str, dict]:
     return {p.stem: json.loads(p.read_text(encoding="utf-8")) for p in out.glob("*.json")}
 
 
+@pytest.mark.slow
 def test_a_killed_batch_resumes_without_regrading_or_torn_files(tmp_path, reference_cache):
     solution = grader.config.assignment.load("performance-05").solution_path.read_text(encoding="utf-8")
     submissions, out = tmp_path / "submissions", tmp_path / "results"

@@ -31,8 +31,6 @@ from grader.config.assignment import load
 from grader.lms.autograder_zip import PLUGIN_NAME, write_autograder_zip
 from grader.model.verdicts import ISOLATION_PREFIX
 
-pytestmark = pytest.mark.slow
-
 CORPUS = Path(__file__).with_name("corpus")
 OTTER = Path(sys.executable).with_name("otter")
 SEED = 424242
@@ -139,6 +137,7 @@ def output_messages(results: dict) -> list[str]:
     return [line[2:] for line in results["output"].splitlines()[1:] if line.startswith("- ")]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", CASES)
 def test_the_three_paths_give_one_grade(paths, case):
     record = paths["records"][case]
@@ -152,6 +151,7 @@ def test_the_three_paths_give_one_grade(paths, case):
     assert messages(output_messages(otter), case) == wanted
 
 
+@pytest.mark.slow
 def test_every_path_wrote_a_results_json_for_every_input(paths):
     assert set(paths["runs"]) == set(CASES) == set(paths["records"])
     errors = [case for case, record in paths["records"].items() if record["status"] == "error"]
