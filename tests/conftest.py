@@ -15,8 +15,9 @@ from pathlib import Path
 import pytest
 
 import grader.config.assignment
-from grader.grading.reference import reference_facts
+from grader.grading.reference import reference_facts, reference_figures
 from grader.runs import compile_cache
+from grader.runs.jobs import scenario_seed
 
 DEFAULT_ASSIGNMENT = "performance-05"
 
@@ -39,10 +40,19 @@ class ReferenceCache:
             self.folders[assignment_id] = folder
         return self.folders[assignment_id]
 
-    def seed(self, out: Path, assignment_id: str = DEFAULT_ASSIGNMENT) -> Path:
-        """Copy the measurement into `out/.grader-cache` (grade_folder's cache); return that folder."""
+    def seed(self, out: Path, assignment_id: str = DEFAULT_ASSIGNMENT, variant_seed: int | None = None) -> Path:
+        """Copy the measurement into `out/.grader-cache` (grade_folder's cache); return that folder.
+
+        With the `variant_seed` a test passes to grade_folder, the cache is also warmed, and the reference's
+        figures drawn, for that seed (once per session: several modules grade with the same fixed seed)."""
+        folder = self.folder(assignment_id)
+        if variant_seed is not None:
+            assignment = grader.config.assignment.load(assignment_id)
+            seeds = {name: scenario_seed(assignment, s, variant_seed) for name, s in assignment.scenarios.items()}
+            compile_cache.warm(assignment, folder, seeds)
+            reference_figures(assignment, folder, seeds)
         target = Path(out) / ".grader-cache"
-        shutil.copytree(self.folder(assignment_id), target, symlinks=True, dirs_exist_ok=True)
+        shutil.copytree(folder, target, symlinks=True, dirs_exist_ok=True)
         return target
 
 

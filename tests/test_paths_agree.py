@@ -107,7 +107,7 @@ def paths(tmp_path_factory, reference_cache):
         source = CORPUS / case
         (shutil.copytree if source.is_dir() else shutil.copy)(source, submissions / case)
     out = work / "out"
-    reference_cache.seed(out, assignment.id)
+    reference_cache.seed(out, assignment.id, variant_seed=SEED)
     batch = grade_folder(assignment, submissions, out, variant_seed=SEED, progress=lambda line: None)
     records = {record["file"].split("/")[0]: record for record in batch.records}
     zip_path = with_seed(write_autograder_zip(assignment, work / "build"), work / "seeded.zip")

@@ -46,7 +46,7 @@ def graded(tmp_path_factory, assignment, reference_cache):
     for case, name in CASES.items():
         shutil.copyfile(CORPUS / name, folder / f"{case}.py")
     out = root / "out"
-    reference_cache.seed(out, assignment.id)
+    reference_cache.seed(out, assignment.id, variant_seed=4242)
     result = grader.cli.batch.grade_folder(assignment, folder, out, workers=2, variant_seed=4242,
                                        progress=lambda line: None)
     records = {r["submission"]: r for r in result.records}
