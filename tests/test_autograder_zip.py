@@ -204,7 +204,7 @@ def _otter_run(built: Path, submission: Path, folder: Path, cache_home: Path) ->
 
 
 @pytest.fixture(scope="module")
-def graded(assignment, built, tmp_path_factory):
+def graded(assignment, built, tmp_path_factory, reference_cache):
     if not OTTER.is_file():
         pytest.fail(f"{OTTER} not found: otter-grader is a dependency of the project")
     try:
@@ -217,6 +217,7 @@ def graded(assignment, built, tmp_path_factory):
     shutil.copy(assignment.solution_path, submissions / "reference.py")
     shutil.copy(MISTAKE, submissions / "forward_difference.py")
     out = work / "out"
+    reference_cache.seed(out, assignment.id)
     batch = grade_folder(assignment, submissions, out, progress=lambda line: None)
 
     reference = work / "reference-in" / assignment.submission_filename
@@ -248,6 +249,7 @@ def _scores(results_or_record: dict, key: str) -> list[tuple[float, float]]:
     return [(e["score"], e["max_score"]) for e in entries if e.get("name") != "Public Tests"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["reference", "forward_difference"])
 def test_otter_run_gives_the_same_per_check_scores_as_grader_grade(graded, name):
     results = graded["otter"][name]["results"]
@@ -256,6 +258,7 @@ def test_otter_run_gives_the_same_per_check_scores_as_grader_grade(graded, name)
     assert results["score"] == record["score"]
 
 
+@pytest.mark.slow
 def test_scores_are_the_expected_ones(graded):
     assert graded["otter"]["reference"]["results"]["score"] == 100.0
     titles = {spec.id: spec.title for spec in load().checks}
@@ -268,6 +271,7 @@ def test_scores_are_the_expected_ones(graded):
     assert graded["otter"]["forward_difference"]["results"]["score"] == sum(expected["groups"].values())
 
 
+@pytest.mark.slow
 def test_otter_results_json_matches_grader_grade_gradescope_file(graded):
     keys = ("name", "number", "score", "max_score", "status", "visibility", "output")
     for name, run in graded["otter"].items():
@@ -276,10 +280,12 @@ def test_otter_results_json_matches_grader_grade_gradescope_file(graded):
         assert run["results"]["stdout_visibility"] == ours["stdout_visibility"] == "hidden"
 
 
+@pytest.mark.slow
 def test_otter_run_reuses_the_reference_facts_of_the_same_assignment_and_versions(graded):
     assert len(list(graded["cache"].glob("reference-*.json"))) == 1   # a different key would add a file
 
 
+@pytest.mark.slow
 def test_every_results_json_follows_gradescopes_schema(graded):
     files = sorted((graded["out"] / "gradescope").glob("*.json"))
     assert [p.stem for p in files] == ["forward_difference", "reference"]
@@ -287,6 +293,7 @@ def test_every_results_json_follows_gradescopes_schema(graded):
         jsonschema.validate(results, RESULTS_SCHEMA)
 
 
+@pytest.mark.slow
 def test_student_code_never_runs_in_otters_process_or_kernel(graded):
     import dill
 
@@ -300,6 +307,7 @@ def test_student_code_never_runs_in_otters_process_or_kernel(graded):
         assert "Sandboxed grader:" in run["stdout"]          # the runner's report (stdout: instructor only)
 
 
+@pytest.mark.slow
 def test_batch_writes_otter_and_canvas_csvs_that_read_back(assignment, graded):
     out, records = graded["out"], graded["records"]
     with open(out / "final_grades.csv", newline="") as stream:
@@ -321,6 +329,7 @@ def test_batch_writes_otter_and_canvas_csvs_that_read_back(assignment, graded):
     assert (out / "grades.csv").is_file()
 
 
+@pytest.mark.slow
 def test_setup_warms_the_reference_cache_of_the_extracted_zip(built, graded, tmp_path):
     source = tmp_path / "autograder" / "source"
     with zipfile.ZipFile(built) as archive:

@@ -71,7 +71,7 @@ class Graded:
 
 
 @pytest.fixture(scope="module")
-def graded(tmp_path_factory) -> Graded:
+def graded(tmp_path_factory, reference_cache) -> Graded:
     root = tmp_path_factory.mktemp("corpus")
     submissions, out = root / "submissions", root / "results"
     submissions.mkdir()
@@ -84,6 +84,7 @@ def graded(tmp_path_factory) -> Graded:
         else:
             shutil.copy2(entry, target)
     assignment = grader.config.assignment.load(ASSIGNMENT)
+    reference_cache.seed(out, ASSIGNMENT)
     result = grader.cli.batch.grade_folder(assignment, submissions, out, workers=2, regrade=True)
     records: dict[str, list[dict]] = {}
     for path in sorted(out.glob("*.json")):           # what the grader wrote, not what it returned
@@ -96,6 +97,7 @@ def graded(tmp_path_factory) -> Graded:
                   variant_seed=result.variant_seed)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", case_names())
 def test_corpus_case(case: str, graded: Graded) -> None:
     expected = tomllib.loads((CORPUS / f"{case}{EXPECTED}").read_text(encoding="utf-8"))
@@ -125,3 +127,17 @@ def test_corpus_case(case: str, graded: Graded) -> None:
     if problems:
         pytest.fail(f"{case} ({expected['why']}):\n  " + "\n  ".join(problems)
                     + f"\n\nWhat the grader produced (variant seed {graded.variant_seed}):\n{summary(record)}", pytrace=False)
+
+
+def test_every_corpus_case_is_well_formed() -> None:
+    """Without grading (what `-m "not slow"` checks of the corpus): one entry per case, well-formed expectations."""
+    assignment = grader.config.assignment.load(ASSIGNMENT)
+    entries, names = corpus_entries(), case_names()
+    problems = [f"corpus entries without an {EXPECTED}: {e.name}" for e in entries if case_of(e) not in set(names)]
+    for case in names:
+        mine = [e.name for e in entries if case_of(e) == case]
+        if len(mine) != 1:
+            problems.append(f"case {case!r} needs exactly one corpus entry beside its {EXPECTED}; found {mine}")
+        expected = tomllib.loads((CORPUS / f"{case}{EXPECTED}").read_text(encoding="utf-8"))
+        problems += shape_problems(case, expected, list(assignment.groups), {spec.id for spec in assignment.checks})
+    assert not problems, "\n".join(problems)

@@ -12,6 +12,7 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
 from live_processes import processes_with
 
 import grader.config.assignment
@@ -28,7 +29,8 @@ def _records(out: Path) -> dict[str, dict]:
     return {p.stem: json.loads(p.read_text(encoding="utf-8")) for p in out.glob("*.json")}
 
 
-def test_a_killed_batch_resumes_without_regrading_or_torn_files(tmp_path):
+@pytest.mark.slow
+def test_a_killed_batch_resumes_without_regrading_or_torn_files(tmp_path, reference_cache):
     solution = grader.config.assignment.load("performance-05").solution_path.read_text(encoding="utf-8")
     submissions, out = tmp_path / "submissions", tmp_path / "results"
     submissions.mkdir()
@@ -36,6 +38,7 @@ def test_a_killed_batch_resumes_without_regrading_or_torn_files(tmp_path):
     for name in ("ann", "ben", "cat", "dan"):
         (submissions / f"{name}.py").write_text(header + solution, encoding="utf-8")
     (submissions / "eve.py").write_text("", encoding="utf-8")
+    reference_cache.seed(out)
 
     process = subprocess.Popen(_grader("grade", str(submissions), "--out", str(out), "--workers", "1"),
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)

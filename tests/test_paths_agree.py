@@ -31,8 +31,6 @@ from grader.config.assignment import load
 from grader.lms.autograder_zip import PLUGIN_NAME, write_autograder_zip
 from grader.model.verdicts import ISOLATION_PREFIX
 
-pytestmark = pytest.mark.slow
-
 CORPUS = Path(__file__).with_name("corpus")
 OTTER = Path(sys.executable).with_name("otter")
 SEED = 424242
@@ -100,7 +98,7 @@ def gradescope_run(zip_path: Path, entry: Path, work: Path, grader_cache: Path) 
 
 
 @pytest.fixture(scope="module")
-def paths(tmp_path_factory):
+def paths(tmp_path_factory, reference_cache):
     assignment = load("performance-05")
     work = tmp_path_factory.mktemp("paths")
     submissions = work / "submissions"
@@ -109,6 +107,7 @@ def paths(tmp_path_factory):
         source = CORPUS / case
         (shutil.copytree if source.is_dir() else shutil.copy)(source, submissions / case)
     out = work / "out"
+    reference_cache.seed(out, assignment.id, variant_seed=SEED)
     batch = grade_folder(assignment, submissions, out, variant_seed=SEED, progress=lambda line: None)
     records = {record["file"].split("/")[0]: record for record in batch.records}
     zip_path = with_seed(write_autograder_zip(assignment, work / "build"), work / "seeded.zip")
@@ -138,6 +137,7 @@ def output_messages(results: dict) -> list[str]:
     return [line[2:] for line in results["output"].splitlines()[1:] if line.startswith("- ")]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", CASES)
 def test_the_three_paths_give_one_grade(paths, case):
     record = paths["records"][case]
@@ -151,6 +151,7 @@ def test_the_three_paths_give_one_grade(paths, case):
     assert messages(output_messages(otter), case) == wanted
 
 
+@pytest.mark.slow
 def test_every_path_wrote_a_results_json_for_every_input(paths):
     assert set(paths["runs"]) == set(CASES) == set(paths["records"])
     errors = [case for case, record in paths["records"].items() if record["status"] == "error"]

@@ -21,7 +21,7 @@ import pytest
 import grader.cli.batch
 import grader.config.assignment
 from grader.intake.discovery import safe_filename
-from grader.outputs import figures as figures_module
+from grader.outputs import figure_data
 from grader.outputs.reports import write_reports
 
 CORPUS = Path(__file__).with_name("corpus")
@@ -38,7 +38,7 @@ def assignment():
 
 
 @pytest.fixture(scope="module")
-def graded(tmp_path_factory, assignment):
+def graded(tmp_path_factory, assignment, reference_cache):
     """(records by case, reference figures, run_info) from one real batch."""
     root = tmp_path_factory.mktemp("reports")
     folder = root / "submissions"
@@ -46,6 +46,7 @@ def graded(tmp_path_factory, assignment):
     for case, name in CASES.items():
         shutil.copyfile(CORPUS / name, folder / f"{case}.py")
     out = root / "out"
+    reference_cache.seed(out, assignment.id, variant_seed=4242)
     result = grader.cli.batch.grade_folder(assignment, folder, out, workers=2, variant_seed=4242,
                                        progress=lambda line: None)
     records = {r["submission"]: r for r in result.records}
@@ -271,7 +272,7 @@ HOSTILE = {
 @pytest.mark.parametrize("case", sorted(HOSTILE))
 def test_read_figure_says_in_words_what_it_cannot_draw(case):
     figure, words = HOSTILE[case]
-    read = figures_module.read_figure(figure, "visual_data")
+    read = figure_data.read_figure(figure, "visual_data")
     assert any(words in note for note in read.notes), read.notes
 
 
@@ -291,7 +292,7 @@ def test_hostile_figures_render_pages_that_say_what_was_not_drawn(pages, graded,
         assert "could not be drawn" not in page, f"{case}: the page fell back to an error page"
         assert 'id="groups"' in page
         assert _plain(words) in _plain(page), f"{case}: {words!r} not said on the page"
-        drawable = figures_module.read_figure(figure).panels
+        drawable = figure_data.read_figure(figure).panels
         student_images = [f for f in re.findall(r'<figure class="student-figure">.*?</figure>', page, re.S)
                           if DATA_URI.search(f)]
         assert bool(student_images) == bool(drawable), case

@@ -39,7 +39,7 @@ def job(source: str, contract, probes_source: str = "", setup_source: str = "", 
 RUNNER = {"run_job": run_job}
 
 
-@pytest.fixture(scope="module", autouse=True, params=["process", "fork server"])
+@pytest.fixture(scope="module", autouse=True, params=[pytest.param("process", marks=pytest.mark.slow), "fork server"])
 def runner(request):
     """Point `run` at one way of running jobs for the whole module, then at the other."""
     if request.param == "process":

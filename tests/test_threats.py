@@ -106,7 +106,7 @@ def file_name(text: str) -> bytes | None:
 
 
 @pytest.fixture(scope="module")
-def batch(tmp_path_factory) -> Batch:
+def batch(tmp_path_factory, reference_cache) -> Batch:
     root = tmp_path_factory.mktemp("threats")
     submissions, out = root / "submissions", root / "results"
     submissions.mkdir()
@@ -127,6 +127,7 @@ def batch(tmp_path_factory) -> Batch:
         expected = tomllib.loads((THREATS / f"{case}{EXPECTED}").read_text(encoding="utf-8"))
         ids[case] = expected.get("submission") or entry_id(os.fsdecode(name))
     before = _tree_digest(submissions)
+    reference_cache.seed(out, assignment.id)
     started = time.time()
     result = grader.cli.batch.grade_folder(assignment, submissions, out, workers=2, regrade=True)
     seconds = time.time() - started
@@ -154,6 +155,7 @@ def batch(tmp_path_factory) -> Batch:
                  grader_peak_bytes=peak, variant_seed=result.variant_seed, entries=len(ids))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", case_names())
 def test_threat_gets_no_undeserved_credit(case: str, batch: Batch) -> None:
     expected = tomllib.loads((THREATS / f"{case}{EXPECTED}").read_text(encoding="utf-8"))
@@ -166,12 +168,14 @@ def test_threat_gets_no_undeserved_credit(case: str, batch: Batch) -> None:
         pytest.fail(f"{case} ({expected['why']}):\n  " + "\n  ".join(problems) + f"\n\n{summary(record)}", pytrace=False)
 
 
+@pytest.mark.slow
 def test_nothing_outside_the_sandbox_was_written(batch: Batch) -> None:
     assert batch.marked == []
     assert not Path("/tmp/pwned-unpickled").exists(), "something unpickled a planted payload"
     assert batch.submissions_unchanged
 
 
+@pytest.mark.slow
 def test_only_the_grader_writes_results(batch: Batch) -> None:
     for path in batch.out.rglob("*"):
         if path.is_file():
@@ -183,14 +187,17 @@ def test_only_the_grader_writes_results(batch: Batch) -> None:
     assert len({record["submission"] for record in batch.records.values()}) == len(batch.records), "two entries share an id"
 
 
+@pytest.mark.slow
 def test_no_process_outlives_grading(batch: Batch) -> None:
     assert batch.leftovers == []
 
 
+@pytest.mark.slow
 def test_no_connection_reached_the_host(batch: Batch) -> None:
     assert batch.connections == 0
 
 
+@pytest.mark.slow
 def test_every_result_names_the_isolation(batch: Batch) -> None:
     isolation = strongest_available()
     assert isinstance(isolation, Bubblewrap), "bubblewrap is part of the setup (README, .ci/run); it is missing here"
@@ -203,6 +210,7 @@ def test_every_result_names_the_isolation(batch: Batch) -> None:
             assert all(part in used for part in kernel), (case, used)
 
 
+@pytest.mark.slow
 def test_every_entry_has_a_record_and_a_row_in_every_csv(batch: Batch) -> None:
     assert len(batch.records) == batch.entries
     for name in ("grades.csv", "final_grades.csv", "canvas.csv"):
@@ -214,10 +222,12 @@ def test_every_entry_has_a_record_and_a_row_in_every_csv(batch: Batch) -> None:
                 assert not cell.startswith(("=", "+", "@")) and not (cell.startswith("-") and cell != "--"), (name, cell)
 
 
+@pytest.mark.slow
 def test_the_grader_stays_within_its_memory(batch: Batch) -> None:
     assert batch.grader_peak_bytes < 1.5 * 2**30, f"the grader process peaked at {batch.grader_peak_bytes >> 20} MiB"
 
 
+@pytest.mark.slow
 def test_victims_beside_attacks_keep_full_marks(batch: Batch) -> None:
     victims = [case for case in batch.records if case.endswith(("_victim", "_lower"))]
     assert len(victims) >= 3
@@ -227,6 +237,7 @@ def test_victims_beside_attacks_keep_full_marks(batch: Batch) -> None:
         assert not record.get("grader_faults")
 
 
+@pytest.mark.slow
 def test_a_printed_fence_stays_inside_the_feedback_files_fence(batch: Batch) -> None:
     text = (batch.out / "backtick_breakout.feedback.md").read_text(encoding="utf-8")
     head, _, output = text.partition("## Your output (baseline run)")
@@ -237,7 +248,20 @@ def test_a_printed_fence_stays_inside_the_feedback_files_fence(batch: Batch) -> 
     assert output.count(fence) == 2, "the output fence was closed early"
 
 
+@pytest.mark.slow
 def test_the_batch_seed_is_nowhere_a_run_can_see(batch: Batch) -> None:
     record = batch.records["peeks_at_neighbours"]
     output = record["output"]["head"] + record["output"]["tail"]
     assert "LISTED" in output and str(batch.variant_seed) not in output
+
+
+def test_every_threat_case_is_well_formed() -> None:
+    """Without grading (what `-m "not slow"` checks of the threats): a file per case, well-formed expectations."""
+    assignment = grader.config.assignment.load("performance-05")
+    problems = []
+    for case in case_names():
+        if not (THREATS / f"{case}.py").is_file():
+            problems.append(f"{case}: no {case}.py beside its {EXPECTED}")
+        expected = tomllib.loads((THREATS / f"{case}{EXPECTED}").read_text(encoding="utf-8"))
+        problems += shape_problems(case, expected, list(assignment.groups), {c.id for c in assignment.checks})
+    assert case_names() and not problems, "\n".join(problems)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+from pathlib import Path
 
 import pytest
 
@@ -165,13 +166,20 @@ def no_jax(monkeypatch, assignment):
     return calls
 
 
+@pytest.fixture
+def warmed_out(tmp_path, reference_cache) -> Path:
+    """`tmp_path/out` with the session's compile cache warmed for seed 4242: a batch starts its fork server without
+    running the reference. Request it before `no_jax`, which forbids measuring."""
+    return reference_cache.seed(tmp_path / "out", variant_seed=4242).parent
+
+
 def test_reference_facts_are_read_from_the_cache(tmp_path, assignment, no_jax):
     facts = batch.reference_facts(assignment, tmp_path / "cache")
     assert facts == FACTS and len(no_jax) == 1
 
 
-def test_batch_rerun_reuses_records_unless_regrade(tmp_path, assignment, no_jax):
-    folder, out = tmp_path / "submissions", tmp_path / "out"
+def test_batch_rerun_reuses_records_unless_regrade(tmp_path, assignment, warmed_out, no_jax):
+    folder, out = tmp_path / "submissions", warmed_out
     folder.mkdir()
     (folder / "erin.py").write_text("")
     quiet = {"progress": lambda line: None, "variant_seed": 4242, "workers": 1}
@@ -210,8 +218,8 @@ def test_batch_rerun_reuses_records_unless_regrade(tmp_path, assignment, no_jax)
     assert leftovers == []
 
 
-def test_batch_regrades_when_the_record_on_disk_is_stale_or_torn(tmp_path, assignment, no_jax):
-    folder, out = tmp_path / "submissions", tmp_path / "out"
+def test_batch_regrades_when_the_record_on_disk_is_stale_or_torn(tmp_path, assignment, warmed_out, no_jax):
+    folder, out = tmp_path / "submissions", warmed_out
     folder.mkdir()
     (folder / "erin.py").write_text("   \n")
     quiet = {"progress": lambda line: None, "variant_seed": 4242, "workers": 1}

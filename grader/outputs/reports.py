@@ -26,6 +26,7 @@ from grader.common.files import atomic_write
 from grader.intake.discovery import safe_filename
 from grader.model.record import Record
 from grader.model.verdicts import ISOLATION_PREFIX, limit_notes, mark, passed
+from grader.outputs.figure_data import ReadFigure, differences, read_figure
 from grader.outputs.writers import STUDENT_VISIBLE
 
 TEMPLATES = Path(__file__).with_name("report_templates")
@@ -174,7 +175,6 @@ def class_context(records: list[Record], assignment, run_info: dict) -> dict[str
 def student_context(record: Record, assignment, reference_figures: dict, cache,
                     reference_images: dict[str, tuple]) -> dict[str, Any]:
     """The feedback page's data; `cache` is a figures.FigureCache shared by the run's pages."""
-    fig = _figures()
     titles = _group_titles(assignment)
     descriptions = _scenario_descriptions(assignment)
     figure_name = getattr(assignment, "figure_name", None) or "figure"
@@ -199,9 +199,9 @@ def student_context(record: Record, assignment, reference_figures: dict, cache,
     if isinstance(student_figures, dict) or reference_figures:
         names = list(reference_figures) + [n for n in (student_figures or {}) if n not in reference_figures]
         for scenario in names:
-            mine = fig.ReadFigure()
+            mine = ReadFigure()
             if isinstance(student_figures, dict) and scenario in student_figures:
-                mine = fig.read_figure(student_figures[scenario], figure_name)
+                mine = read_figure(student_figures[scenario], figure_name)
                 image, notes = cache.draw(mine, figure_name)
             elif isinstance(student_figures, dict):
                 image, notes = None, [f"No `{figure_name}` was recorded in the {scenario} run."]
@@ -211,14 +211,14 @@ def student_context(record: Record, assignment, reference_figures: dict, cache,
                 image, notes = None, [f"No `{figure_name}` was recorded for this submission."]
             if scenario in reference_figures:
                 if scenario not in reference_images:  # drawn once per run
-                    theirs = fig.read_figure(reference_figures[scenario], figure_name)
+                    theirs = read_figure(reference_figures[scenario], figure_name)
                     reference_images[scenario] = (theirs, *cache.draw(theirs, figure_name))
                 theirs, ref_image, ref_notes = reference_images[scenario]
             else:
-                theirs, ref_image, ref_notes = fig.ReadFigure(), None, ["The reference solution has no figure for this run."]
+                theirs, ref_image, ref_notes = ReadFigure(), None, ["The reference solution has no figure for this run."]
             figures.append({"scenario": scenario, "description": descriptions.get(scenario, ""), "image": image,
                             "notes": notes, "reference_image": ref_image, "reference_notes": ref_notes,
-                            "differences": fig.differences(mine, theirs)})
+                            "differences": differences(mine, theirs)})
 
     output = record.get("output")
     head, tail = (str(output.get("head") or ""), str(output.get("tail") or "")) if output else ("", "")

@@ -39,7 +39,8 @@ from grader.sandbox.seccomp import filter_program
 
 CHILD_DIR = Path(__file__).with_name("child")
 COMPILE_CACHE_PATH = "/tmp/grader-compile-cache"   # where a run sees JAX's compilation cache (runs/compile_cache.py)
-CHILD_MODULES = ("harness.py", "encoding.py", "recorder.py", "zygote_server.py")
+# Every module of child/ (the harness, what it imports by plain name, the fork server): all are copied into a run.
+CHILD_MODULES = tuple(sorted(p.name for p in CHILD_DIR.glob("*.py") if p.name != "__init__.py"))
 CHANNEL_FD = 3
 MAX_FRAME_BYTES = 8 * 1024 * 1024
 

@@ -1,8 +1,11 @@
 """The in-sandbox harness: runs one student file, statement by statement, and streams plain data out.
 
 This file runs INSIDE the untrusted child process, as a standalone script (stdlib + numpy, and JAX when the
-assignment records method evidence; no import of the `grader` package), beside `encoding.py` and
-`recorder.py`. It reads one JSON job from stdin and writes length-prefixed JSON frames to the channel fd:
+assignment records method evidence; no import of the `grader` package), beside the modules it imports by plain
+name: statements.py (what a statement binds and reads), timer.py (the soft limit), tracebacks.py (errors as
+data), channel.py (the output frames), encoding.py (values), recorder.py (method evidence), startup.py (syscall
+filter, compilation cache). It reads one JSON job from stdin and writes length-prefixed JSON frames to the
+channel fd:
 
   {"type": "statement", ...}   after every top-level statement: where it is (cell, line), what it bound, read
                                and mutated, and how it ended (an error carries its traceback, and says when the
@@ -24,192 +27,30 @@ import __future__
 
 import ast
 import base64
-import collections
 import hashlib
 import inspect
 import json
 import os
-import signal
-import struct
 import sys
-import threading
 import time
-import traceback
 import types
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))   # -I leaves the script's folder off sys.path
 
-from encoding import SoftTimeLimit, encode_value  # noqa: E402
-from recorder import OBSERVE_NAME, Recorder  # noqa: E402
-
-MAX_TRACEBACK = 6000
-MAX_NAMES = 200
-SETUP_FILE = "<grader: scenario setup>"
-PROBES_FILE = "<grader: probes>"
-GRADER_FILES = {SETUP_FILE, PROBES_FILE, os.path.abspath(__file__)} | {
-    os.path.join(os.path.dirname(os.path.abspath(__file__)), name) for name in ("encoding.py", "recorder.py")}
-
-
-class Channel:
-    def __init__(self, fd):
-        self.fd = fd
-        self.lock = threading.Lock()
-
-    def send(self, message):
-        try:
-            payload = json.dumps(message, allow_nan=True).encode("utf-8")
-        except (TypeError, ValueError):
-            return
-        data = struct.pack(">I", len(payload)) + payload
-        with self.lock:
-            try:
-                while data:
-                    written = os.write(self.fd, data)
-                    data = data[written:]
-            except OSError:
-                pass
-
-
-# ---- reading statements -----------------------------------------------------------------------------------
-
-def holds_placeholder(node):
-    """True when a statement still has a `...` in it (an unfinished TODO of the starter, e.g. `f(...)`)."""
-    return any(isinstance(child, ast.Constant) and child.value is Ellipsis for child in ast.walk(node))
-
-
-def bound_names(node):
-    """Top-level names a statement may bind (for mapping a missing name to the statement that failed)."""
-    names = set()
-    for child in ast.walk(node):
-        if isinstance(child, ast.Name) and isinstance(child.ctx, (ast.Store, ast.Del)):
-            names.add(child.id)
-        elif isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            names.add(child.name)
-        elif isinstance(child, ast.alias):
-            names.add((child.asname or child.name).split(".")[0])
-    return sorted(names)[:MAX_NAMES]
-
-
-def read_names(node):
-    """Names a statement reads (its inputs, for tracing which statements produced a value)."""
-    return sorted({child.id for child in ast.walk(node) if isinstance(child, ast.Name) and isinstance(child.ctx, ast.Load)})[:MAX_NAMES]
-
-
-MUTABLE_CONTAINERS = (list, dict, set, bytearray, collections.deque)
-
-
-def mutated_names(node, namespace):
-    """Names a statement may change in place: `v.append(...)` on a container or an object of the student's own
-    class, `v[i] = ...`, `v.a = ...`, `v += ...`. A method call on a module or an array changes nothing."""
-    names = set()
-    for child in ast.walk(node):
-        if isinstance(child, ast.Call) and isinstance(child.func, ast.Attribute) and isinstance(child.func.value, ast.Name):
-            value = namespace.get(child.func.value.id)
-            if isinstance(value, MUTABLE_CONTAINERS) or getattr(type(value), "__module__", None) == "__main__":
-                names.add(child.func.value.id)
-        elif isinstance(child, (ast.Subscript, ast.Attribute)) and isinstance(child.ctx, (ast.Store, ast.Del)) \
-                and isinstance(child.value, ast.Name):
-            names.add(child.value.id)
-        elif isinstance(child, ast.AugAssign) and isinstance(child.target, ast.Name):
-            names.add(child.target.id)
-    return sorted(names)[:MAX_NAMES]
-
-
-class Observe(ast.NodeTransformer):
-    """Decorate every student `def` and `lambda` with the recorder's `observe`; line numbers are kept."""
-
-    def visit_FunctionDef(self, node):
-        self.generic_visit(node)
-        decorator = ast.Name(id=OBSERVE_NAME, ctx=ast.Load())
-        ast.copy_location(decorator, node)
-        node.decorator_list.append(decorator)
-        return node
-
-    def visit_Lambda(self, node):
-        self.generic_visit(node)
-        call = ast.Call(func=ast.Name(id=OBSERVE_NAME, ctx=ast.Load()), args=[node], keywords=[])
-        ast.copy_location(call.func, node)
-        return ast.copy_location(call, node)
-
-
-def parse_prefix(source, filename):
-    """Parse the source; on a syntax error, keep the longest prefix of whole lines that still parses."""
-    try:
-        return ast.parse(source, filename), None
-    except SyntaxError as error:
-        problem = {"line": error.lineno, "message": "%s: %s" % (type(error).__name__, error.msg)}
-        lines = source.splitlines(True)
-        end = max(0, (error.lineno or 1) - 1)
-        for _ in range(200):
-            try:
-                return ast.parse("".join(lines[:end]), filename), problem
-            except SyntaxError as inner:
-                end = min(end - 1, max(0, (inner.lineno or 1) - 1))
-                if end <= 0:
-                    break
-        return ast.parse("", filename), problem
-    except (ValueError, RecursionError, MemoryError) as error:
-        return ast.parse("", filename), {"line": None, "message": "%s: %s" % (type(error).__name__, error)}
-
-
-class Timer:
-    """Soft time limit: an overall budget, then a short grace per statement once it is spent."""
-
-    def __init__(self, soft_seconds, grace_seconds):
-        self.deadline = time.monotonic() + soft_seconds
-        self.grace = grace_seconds
-        self.expired = False
-        self.active = False
-        signal.signal(signal.SIGALRM, self._fire)
-
-    def _fire(self, signum, frame):
-        if self.active:  # a signal landing after disarm() began must not escape into harness code
-            self.active = False
-            self.expired = True
-            raise SoftTimeLimit()
-
-    def arm(self, seconds=None):
-        """Arm for the rest of the soft budget (or `seconds`); once it is spent, each call gets the grace."""
-        budget = self.deadline - time.monotonic() if seconds is None else seconds
-        if budget <= 0:
-            self.expired = True
-            budget = self.grace
-        self.active = True
-        signal.setitimer(signal.ITIMER_REAL, max(budget, 0.01))
-
-    def disarm(self):
-        self.active = False
-        signal.setitimer(signal.ITIMER_REAL, 0)
-
-
-def format_error(error, student_files):
-    """The error as plain data: the student's frames only, where it happened, and whether the grader raised it.
-
-    `grader_fault` is set when the innermost frame is the grader's own code (a scenario replacement or a probe):
-    that is never the student's doing (unless baseline, which has no replacements, fails the same way).
-    `through_setup` says a scenario replacement was on the way."""
-    frames = traceback.extract_tb(error.__traceback__)
-    student_frames = [frame for frame in frames if frame.filename in student_files]
-    last = student_frames[-1] if student_frames else None
-    # Drop the harness's own frames: the student sees their file (and library frames below it).
-    first = next((i for i, f in enumerate(frames) if f.filename in student_files), 0)
-    keep = [frame for frame in frames[first:] if frame.filename not in GRADER_FILES
-            or (frame is frames[-1] and frame.filename in (SETUP_FILE, PROBES_FILE))]
-    text = "Traceback (most recent call last):\n" + "".join(traceback.format_list(keep))
-    text += "".join(traceback.format_exception_only(type(error), error))
-    if len(text) > MAX_TRACEBACK:
-        text = text[:1000] + "\n...\n" + text[-(MAX_TRACEBACK - 1000):]
-    try:
-        message = str(error)[:2000]
-    except BaseException:
-        message = "(unprintable)"
-    innermost = frames[-1].filename if frames else ""
-    # The recorder's wrappers only pass calls through (their own failures never propagate), so an error leaving
-    # them is the wrapped function's; only code that acts on its own (a scenario replacement, a probe) can fault.
-    return {"type": type(error).__name__, "message": message, "line": last.lineno if last else None,
-            "file": last.filename if last else None, "traceback": text,
-            "grader_fault": innermost in (SETUP_FILE, PROBES_FILE),
-            "through_setup": any(frame.filename == SETUP_FILE for frame in frames)}
+from channel import Channel
+from encoding import SoftTimeLimit, encode_value
+from recorder import OBSERVE_NAME, Recorder
+from startup import install_syscall_filter, use_compilation_cache
+from statements import (
+    Observe,
+    bound_names,
+    holds_placeholder,
+    mutated_names,
+    parse_prefix,
+    read_names,
+)
+from timer import Timer
+from tracebacks import PROBES_FILE, SETUP_FILE, format_error
 
 
 def capture_trusted():
@@ -456,40 +297,6 @@ class Harness:
                 return {"kind": "sys_exit", "code": code, "line": node.lineno, "cell": cell}
         self.run_probes(index + 1, retry_failed=True)
         return {"kind": "completed"}
-
-
-PR_SET_NO_NEW_PRIVS, PR_SET_SECCOMP, SECCOMP_MODE_FILTER = 38, 22, 2
-
-
-def install_syscall_filter(program_b64):
-    """Load the grader's seccomp filter (a BPF program compiled by libseccomp in the grader) for this process and
-    every process it starts. Before any student code; no new privileges first, as the kernel requires."""
-    if not program_b64:
-        return False
-    import ctypes
-
-    program = base64.b64decode(program_b64)
-
-    class Filter(ctypes.Structure):
-        _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_char_p)]
-
-    libc = ctypes.CDLL(None, use_errno=True)
-    buffer = ctypes.create_string_buffer(program, len(program))
-    fprog = Filter(len(program) // 8, ctypes.cast(buffer, ctypes.c_char_p))
-    if libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
-        raise OSError(ctypes.get_errno(), "prctl(NO_NEW_PRIVS)")
-    if libc.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.byref(fprog), 0, 0) != 0:
-        raise OSError(ctypes.get_errno(), "prctl(SECCOMP)")
-    return True
-
-
-def use_compilation_cache(path):
-    """Let JAX reuse (and add to) compiled programs in `path`: every compile, however fast, is cached."""
-    import jax
-
-    jax.config.update("jax_compilation_cache_dir", path)
-    jax.config.update("jax_persistent_cache_min_compile_time_secs", 0)
-    jax.config.update("jax_persistent_cache_min_entry_size_bytes", -1)
 
 
 def main():

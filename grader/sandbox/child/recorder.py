@@ -11,6 +11,7 @@ Two sources, both installed before the first student statement:
   by thin wrappers around the real ones, so every use reports which transformation ran and how deeply
   differentiation was nested when student code was traced. The real functions are captured first and handed to
   the grader's probes (`trusted`), so a student's later patch of `jax.grad` cannot change what a probe computes.
+  The wrappers are in jax_wrappers.py; the per-thread call tree in call_tree.py.
 
 What is sent: one `call` frame per *root* call (a call of student code or of a transformed function made when no
 observed call is running, i.e. from the student's top-level statements), aggregating everything beneath it:
@@ -36,63 +37,15 @@ student's process, it can be lied to by a determined student; the grader treats 
 
 import functools
 import threading
-import types
 
+from call_tree import Frame, Root, relative
 from encoding import SoftTimeLimit, encode_array
+from jax_wrappers import wrap_jax
 
 AUTODIFF_LEVELS = {"grad": 1, "value_and_grad": 1, "jvp": 1, "vjp": 1, "linearize": 1, "jacfwd": 1, "jacrev": 1,
                    "jacobian": 1, "hessian": 2}
-FUNCTION_TRANSFORMS = ("grad", "value_and_grad", "jacfwd", "jacrev", "jacobian", "hessian", "vmap", "checkpoint",
-                       "remat")
-CALL_TRANSFORMS = ("jvp", "vjp", "linearize")
 EVALUATING_KINDS = ("student", "jit", "vmap", "checkpoint")   # concrete calls of these evaluate a function
 OBSERVE_NAME = "__grader_observe__"
-
-
-class Frame:
-    __slots__ = ("kind", "levels", "checkpoint", "points")
-
-    def __init__(self, kind, levels, checkpoint, points=()):
-        self.kind = kind
-        self.levels = levels
-        self.checkpoint = checkpoint
-        self.points = points        # ids of the array arguments of an evaluation (nested ones at them are skipped)
-
-
-class Root:
-    """Everything observed beneath one root call."""
-
-    def __init__(self, stmt, kind, name, concrete):
-        self.stmt = stmt
-        self.kind = kind
-        self.name = name
-        self.concrete = concrete
-        self.autodiff = set()
-        self.student = set()
-        self.checkpoint = set()
-        self.tangents = []
-        self.evaluations = []
-        self.args = []
-        self.output = []
-        self.inherited = False
-        self.truncated = False
-
-    def features(self):
-        return (frozenset(self.autodiff), frozenset(self.student), frozenset(self.checkpoint))
-
-    def add_features(self, features, shift):
-        autodiff, student, checkpoint = features
-        self.autodiff.update((kind, depth + shift) for kind, depth in autodiff)
-        self.student.update(item[:3] + (item[3] + shift,) + item[4:] for item in student)
-        self.checkpoint.update(depth + shift for depth in checkpoint)
-
-
-def relative(features, since, shift):
-    """The features gained since `since`, with depths made relative to `shift` (to replay them later)."""
-    autodiff, student, checkpoint = (a - b for a, b in zip(features, since))
-    return (frozenset((kind, depth - shift) for kind, depth in autodiff),
-            frozenset(item[:3] + (item[3] - shift,) + item[4:] for item in student),
-            frozenset(depth - shift for depth in checkpoint))
 
 
 class Recorder:
@@ -145,33 +98,7 @@ class Recorder:
 
     def install(self):
         """Wrap JAX's public transformations; return the real ones (for the probes). Needs `import jax` to work."""
-        import jax
-        import jax.ad_checkpoint
-        import jax.core
-
-        self.tracer_type = jax.core.Tracer
-        modules = [jax, jax.ad_checkpoint]
-        real = {}
-        for name in FUNCTION_TRANSFORMS + CALL_TRANSFORMS + ("jit",):
-            original = getattr(jax, name, None) or getattr(jax.ad_checkpoint, name, None)
-            if original is None:
-                continue
-            real[name] = original
-        wrappers = {}
-        for name, original in real.items():
-            if name == "jit":
-                wrappers[name] = self._jit(original)
-            elif name in CALL_TRANSFORMS:
-                wrappers[name] = self._call_transform(name, original)
-            else:
-                kind = "checkpoint" if name == "remat" else name
-                wrappers[name] = self._function_transform(kind, original)
-        for module in modules:
-            for attribute in list(vars(module)):
-                value = vars(module)[attribute]
-                for name, original in real.items():
-                    if value is original:
-                        setattr(module, attribute, wrappers[name])
+        real = wrap_jax(self)
         self.trusted = dict(real)
         self.enabled = True
         return real
@@ -193,68 +120,6 @@ class Recorder:
             return recorder.call("student", function, args, kwargs, name=name)
 
         return observed
-
-    def _function_transform(self, kind, original):
-        recorder = self
-
-        @functools.wraps(original)
-        def transform(fun, *args, **kwargs):
-            inner = original(fun, *args, **kwargs)
-            if not callable(inner):
-                return inner
-
-            @functools.wraps(inner)
-            def transformed(*call_args, **call_kwargs):
-                return recorder.call(kind, inner, call_args, call_kwargs)
-
-            return transformed
-
-        return _named(transform, original)
-
-    def _call_transform(self, kind, original):
-        recorder = self
-
-        @functools.wraps(original)
-        def transform(fun, *args, **kwargs):
-            tangents = ()
-            if kind == "jvp":
-                tangents = args[1] if len(args) > 1 else kwargs.get("tangents", ())
-            features_box = []
-            result = recorder.call(kind, lambda: original(fun, *args, **kwargs), (), {}, tangents=tangents,
-                                   scan=args, features_box=features_box)
-            if kind == "vjp" and isinstance(result, tuple) and len(result) >= 2:
-                return (result[0], recorder._linear("vjp_pullback", result[1], features_box)) + tuple(result[2:])
-            if kind == "linearize" and isinstance(result, tuple) and len(result) == 2:
-                return (result[0], recorder._linear("linearized", result[1], features_box))
-            return result
-
-        return _named(transform, original)
-
-    def _linear(self, kind, function, features_box):
-        """A pullback or linearized function: calling it replays the differentiation done when it was made."""
-        if not callable(function):
-            return function
-        recorder = self
-
-        def linear(*args, **kwargs):
-            return recorder.call(kind, function, args, kwargs, tangents=args, replay=features_box)
-
-        try:
-            functools.update_wrapper(linear, function)
-        except BaseException:
-            pass
-        return linear
-
-    def _jit(self, original):
-        recorder = self
-
-        @functools.wraps(original)
-        def jit(fun=None, *args, **kwargs):
-            if fun is None:   # jax.jit(static_argnums=...) used as a decorator factory
-                return lambda f: jit(f, *args, **kwargs)
-            return JitProxy(recorder, original(fun, *args, **kwargs))
-
-        return _named(jit, original)
 
     # ---- one observed call --------------------------------------------------------------------------------
 
@@ -425,41 +290,3 @@ class Recorder:
         for value in values:
             visit(value, 0)
         return found
-
-
-def _named(wrapper, original):
-    """The wrapper's code named like the real function, so an error about its arguments names the real one."""
-    try:
-        name = original.__name__
-        wrapper.__code__ = wrapper.__code__.replace(co_name=name, co_qualname=name)
-    except (AttributeError, TypeError, ValueError):
-        pass
-    return wrapper
-
-
-class JitProxy:
-    """What the recorder's `jax.jit` returns: the real jitted function, observed when called.
-
-    Attribute access (`.lower`, `.trace`, `.eval_shape`, `__wrapped__`, ...) goes to the real one; it binds as a
-    method like the real one does."""
-
-    def __init__(self, recorder, inner):
-        self._grader_recorder = recorder
-        self._grader_inner = inner
-        self._grader_features = None
-        try:
-            functools.update_wrapper(self, inner, updated=())
-        except BaseException:
-            pass
-
-    def __call__(self, *args, **kwargs):
-        return self._grader_recorder.call("jit", self._grader_inner, args, kwargs, owner=self)
-
-    def __getattr__(self, name):
-        return getattr(self.__dict__["_grader_inner"], name)
-
-    def __get__(self, instance, owner=None):
-        return self if instance is None else types.MethodType(self, instance)
-
-    def __repr__(self):
-        return repr(self._grader_inner)
