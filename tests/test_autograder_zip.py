@@ -25,6 +25,7 @@ from pathlib import Path
 
 import jsonschema
 import pytest
+from seeded_zip import SEED, with_seed
 
 from grader.cli.batch import grade_folder
 from grader.common.user_cache import user_cache_dir
@@ -61,8 +62,8 @@ def test_zip_is_named_after_the_assignment_and_has_otters_layout(assignment, bui
         names = archive.namelist()
         modes = {info.filename: info.external_attr >> 16 for info in archive.infolist()}
         for required in ("run_autograder", "setup.sh", "run_otter.py", "otter_config.json", "requirements.txt",
-                         "tests/", "pyproject.toml", "README.md", "grader/__init__.py", "grader/otter_plugin.py",
-                         "grader/child/harness.py", f"assignments/{assignment.id}/assignment.toml",
+                         "tests/", "pyproject.toml", "README.md", "grader/__init__.py", "grader/lms/otter_plugin.py",
+                         "grader/sandbox/child/harness.py", f"assignments/{assignment.id}/assignment.toml",
                          assignment.solution_path.relative_to(assignment.root).as_posix()):
             assert required in names, required
         config = json.loads(archive.read("otter_config.json"))
@@ -217,8 +218,9 @@ def graded(assignment, built, tmp_path_factory, reference_cache):
     shutil.copy(assignment.solution_path, submissions / "reference.py")
     shutil.copy(MISTAKE, submissions / "forward_difference.py")
     out = work / "out"
-    reference_cache.seed(out, assignment.id)
-    batch = grade_folder(assignment, submissions, out, progress=lambda line: None)
+    reference_cache.seed(out, assignment.id, variant_seed=SEED)
+    batch = grade_folder(assignment, submissions, out, variant_seed=SEED, progress=lambda line: None)
+    seeded = with_seed(built, work / "seeded.zip")     # the same variant on both paths: messages compare equal
 
     reference = work / "reference-in" / assignment.submission_filename
     reference.parent.mkdir()
@@ -235,8 +237,8 @@ def graded(assignment, built, tmp_path_factory, reference_cache):
     return {
         "records": {r["submission"]: r for r in batch.records},
         "out": out,
-        "otter": {"reference": _otter_run(built, reference, work / "run-reference", cache_home),
-                  "forward_difference": _otter_run(built, mistake, work / "run-forward_difference", cache_home)},
+        "otter": {"reference": _otter_run(seeded, reference, work / "run-reference", cache_home),
+                  "forward_difference": _otter_run(seeded, mistake, work / "run-forward_difference", cache_home)},
         "markers": markers,
         "cache": cache_home / user_cache_dir().name,
         "sources": {"reference": assignment.solution_path.read_text(), "forward_difference": MISTAKE.read_text()},

@@ -24,6 +24,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
+from seeded_zip import SEED, with_seed  # noqa: E402
 
 from grader.cli.batch import grade_folder
 from grader.common.user_cache import user_cache_dir
@@ -33,7 +34,6 @@ from grader.model.verdicts import ISOLATION_PREFIX
 
 CORPUS = Path(__file__).with_name("corpus")
 OTTER = Path(sys.executable).with_name("otter")
-SEED = 424242
 CASES = [
     "reference.py", "restructured.py", "notebook_reference.ipynb", "notebook_helpers_ordereddict.ipynb",
     "gradescope_layout", "gradescope_extra_file", "gradescope_folder_hvp_remat_from_plain", "two_files",
@@ -48,19 +48,6 @@ CASES = [
     "panel_no_compiler_memory_analysis.py", "rebind_x_loop_over_times.py", "rng_generator_pcg64_seed_keyword.py",
     "patched_jax_grad_transposed_remat.py", "notebook_hvp_plain_differentiates_remat.ipynb",
 ]
-
-
-def with_seed(built: Path, target: Path) -> Path:
-    """The zip with the variant seed fixed (otter_config.json), so the three paths grade the same variant."""
-    with zipfile.ZipFile(built) as source, zipfile.ZipFile(target, "w") as copy:
-        for info in source.infolist():
-            data = source.read(info)
-            if info.filename == "otter_config.json":
-                config = json.loads(data)
-                config["plugins"][0][PLUGIN_NAME]["variant_seed"] = SEED
-                data = json.dumps(config).encode()
-            copy.writestr(info, data)
-    return target
 
 
 def otter_run(zip_path: Path, entry: Path, work: Path, cache_home: Path) -> dict:
