@@ -3,6 +3,10 @@
 An assignment is a folder `assignments/<id>/` holding `assignment.toml`, `oracle.py` (trusted, parent
 side), `checks.py` (trusted, loaded through pytest's assertion rewriting), and `scenario_setup.py` and
 `probes.py` (sent into the sandbox as source). The framework reads everything lesson-specific from here.
+
+A check's `function` names a function of the lesson's checks.py, or `builtin:<name>` one of the framework's
+generic checks (grader/api/builtin_checks.py: did the file run, did it run to its end), so a lesson writes
+only its own checks. Both are loaded here, by name, as check code; the config stage depends on neither.
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ import importlib.util
 import sys
 import tomllib
 import types
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -23,6 +28,8 @@ from grader.model.limits import Limits
 VISIBILITIES = ("visible", "hidden", "after_due_date", "after_published")
 EVIDENCE_BOUNDS = ("max_calls", "max_calls_per_statement", "max_arrays", "max_elements", "max_evaluations")
 BINDING_RULES = ("first", "last", "last number", "last vector")   # or "as_of <name>"
+BUILTIN_PREFIX = "builtin:"
+BUILTIN_MODULE = "grader.api.builtin_checks"     # its BUILTIN_CHECKS: name -> check function
 
 
 def binding_rule_problem(rule: object, contract: list[str]) -> str | None:
@@ -82,6 +89,13 @@ class Assignment:
     probes_source: str
     fingerprint: str = ""
     solution_path: Path = field(default_factory=Path)
+
+    def check_function(self, name: str) -> Callable[..., Any] | None:
+        """The check function a `[[checks]] function` names: `builtin:<name>` or a function of checks.py."""
+        if name.startswith(BUILTIN_PREFIX):
+            return importlib.import_module(BUILTIN_MODULE).BUILTIN_CHECKS.get(name[len(BUILTIN_PREFIX):])
+        found = getattr(self.check_module, name, None)
+        return found if callable(found) else None
 
     @property
     def max_score(self) -> float:
@@ -208,8 +222,9 @@ def _validate(a: Assignment) -> None:
             problems.append(f"check {spec.id}: unknown group {spec.group!r}")
         if spec.visibility not in VISIBILITIES:
             problems.append(f"check {spec.id}: visibility must be one of {VISIBILITIES}")
-        if not callable(getattr(a.check_module, spec.function, None)):
-            problems.append(f"check {spec.id}: checks.py has no function {spec.function!r}")
+        if a.check_function(spec.function) is None:
+            where = "the framework has no builtin check" if spec.function.startswith(BUILTIN_PREFIX) else "checks.py has no function"
+            problems.append(f"check {spec.id}: {where} {spec.function!r}")
         problems += [f"check {spec.id}: unknown scenario {s!r}" for s in spec.scenarios if s not in a.scenarios]
         problems += [f"check {spec.id}: {n!r} is not in the contract" for n in spec.needs if n not in a.contract]
     for group, info in a.groups.items():

@@ -177,7 +177,7 @@ def run_checks(assignment: Assignment, snapshots: dict[str, Snapshot], oracles: 
     faults = grader_faults(snapshots)
     results = []
     for spec in assignment.checks:
-        function = getattr(assignment.check_module, spec.function)
+        function = assignment.check_function(spec.function)
         outcomes = []
         for scenario in spec.scenarios:
             fraction, feedback = evaluate(function, spec, views[scenario], oracles[scenario], assignment.settings)
