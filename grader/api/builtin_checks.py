@@ -27,7 +27,8 @@ def no_statement_failed(run: Any, oracle: Any, settings: Any) -> str:
     snap = run.snapshot
     if snap.ending in ("killed_wall", "exited_early"):
         after = f" after {run.where(snap.statements[-1].index)}" if snap.statements else ""
-        cause = "was killed at the time limit" if snap.ending == "killed_wall" else "ended the process (a crash, os._exit or a limit)"
+        cause = ("was killed at the time limit" if snap.ending == "killed_wall"
+                 else "ended the process (a crash, os._exit or a limit)")
         raise AssertionError(f"The statement{after} never finished: it {cause}.")
     syntax = snap.syntax_error
     if syntax:
