@@ -34,7 +34,15 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from case_expectations import EXPECTED, case_folders, case_names, project_root, record_problems, shape_problems, summary
+from case_expectations import (
+    EXPECTED,
+    case_folders,
+    case_names,
+    project_root,
+    record_problems,
+    shape_problems,
+    summary,
+)
 
 import grader.cli.batch
 import grader.config.assignment

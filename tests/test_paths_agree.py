@@ -33,7 +33,7 @@ from grader.model.verdicts import ISOLATION_PREFIX
 
 pytestmark = pytest.mark.slow
 
-CORPUS = Path(__file__).with_name("corpus")
+CORPUS = Path(__file__).parent / "assignments" / "performance-05" / "corpus"
 OTTER = Path(sys.executable).with_name("otter")
 SEED = 424242
 CASES = [

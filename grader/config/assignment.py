@@ -223,7 +223,8 @@ def _validate(a: Assignment) -> None:
         if spec.visibility not in VISIBILITIES:
             problems.append(f"check {spec.id}: visibility must be one of {VISIBILITIES}")
         if a.check_function(spec.function) is None:
-            where = "the framework has no builtin check" if spec.function.startswith(BUILTIN_PREFIX) else "checks.py has no function"
+            builtin = spec.function.startswith(BUILTIN_PREFIX)
+            where = "the framework has no builtin check" if builtin else "checks.py has no function"
             problems.append(f"check {spec.id}: {where} {spec.function!r}")
         problems += [f"check {spec.id}: unknown scenario {s!r}" for s in spec.scenarios if s not in a.scenarios]
         problems += [f"check {spec.id}: {n!r} is not in the contract" for n in spec.needs if n not in a.contract]
