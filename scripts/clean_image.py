@@ -38,6 +38,8 @@ from grader.config.assignment import load  # noqa: E402
 from grader.lms.autograder_zip import write_autograder_zip  # noqa: E402
 
 MIRROR = "http://deb.debian.org/debian"
+ASSIGNMENT = "performance-05"
+CORPUS = ROOT / "tests" / "assignments" / ASSIGNMENT / "corpus"     # the cases, and their expected scores
 CASES = ["reference.py", "forward_difference.py", "notebook_reference.ipynb", "gradescope_extra_file", "broken_notebook.ipynb"]
 
 
@@ -88,8 +90,8 @@ def mount_all(base: Path, work: Path) -> Path:
 
 
 def expected_score(case: str) -> float:
-    stem = case.rsplit(".", 1)[0] if not (ROOT / "tests" / "corpus" / case).is_dir() else case
-    expected = tomllib.loads((ROOT / "tests" / "corpus" / f"{stem}.expected.toml").read_text())
+    stem = case.rsplit(".", 1)[0] if not (CORPUS / case).is_dir() else case
+    expected = tomllib.loads((CORPUS / f"{stem}.expected.toml").read_text())
     return float(sum(expected["groups"].values()))
 
 
@@ -106,7 +108,7 @@ def main() -> int:
         os.environ["CLEAN_IMAGE_NAMESPACE"] = "1"
         return subprocess.run(["unshare", "--mount", "--propagation", "private", sys.executable, *sys.argv]).returncode
     base, built_seconds = image(args.suite)
-    assignment = load("performance-05", ROOT)
+    assignment = load(ASSIGNMENT, ROOT)
     work = Path(tempfile.mkdtemp(prefix="clean-image-"))
     failures = []
     try:
@@ -129,7 +131,7 @@ def main() -> int:
         report = {"suite": args.suite, "image_build_seconds": round(built_seconds, 1),
                   "setup_seconds": round(setup_seconds, 1), "submissions": {}}
         for case in CASES:
-            source = ROOT / "tests" / "corpus" / case
+            source = CORPUS / case
             submission, results = autograder / "submission", autograder / "results"
             for folder in (submission, results):
                 shutil.rmtree(folder, ignore_errors=True)

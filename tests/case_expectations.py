@@ -1,4 +1,9 @@
-"""Shared by the corpus and threat suites: compare a graded record with a case's `<case>.expected.toml`.
+"""Shared by the corpus and threat suites: where each assignment's cases live, and how a graded record is
+compared with a case's `<case>.expected.toml`.
+
+Cases are per assignment: `tests/assignments/<id>/corpus/` and `tests/assignments/<id>/threats/`, the id being
+the folder's name. The assignment itself is the project's `assignments/<id>/`, or a test project's under
+`tests/fixtures/*/assignments/<id>/` (the tiny second lesson).
 
     status = "graded"            # or "error"
     why = "one line: what this case represents"
@@ -12,7 +17,33 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
+
+TESTS = Path(__file__).resolve().parent
+ROOT = TESTS.parent
+CASES = TESTS / "assignments"
+EXPECTED = ".expected.toml"
+
+
+def case_folders(kind: str) -> dict[str, Path]:
+    """Assignment id -> its `tests/assignments/<id>/<kind>/` folder (kind: "corpus" or "threats")."""
+    return {folder.parent.name: folder for folder in sorted(CASES.glob(f"*/{kind}")) if folder.is_dir()}
+
+
+def case_names(folder: Path) -> list[str]:
+    return sorted(p.name[: -len(EXPECTED)] for p in folder.glob("*" + EXPECTED))
+
+
+def project_root(assignment_id: str) -> Path:
+    """The project root holding `assignments/<assignment_id>/`: this project's, else a test project's."""
+    candidates = [ROOT, *sorted(p.parent for p in (TESTS / "fixtures").glob("*/assignments"))]
+    for root in candidates:
+        if (root / "assignments" / assignment_id / "assignment.toml").is_file():
+            return root
+    raise LookupError(f"tests/assignments/{assignment_id}/ has cases but no assignment {assignment_id!r} exists "
+                      f"under {ROOT / 'assignments'} or tests/fixtures/*/assignments")
 
 
 def summary(record: dict) -> str:

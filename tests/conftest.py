@@ -27,27 +27,29 @@ class ReferenceCache:
 
     def __init__(self, root: Path) -> None:
         self.root = root
-        self.folders: dict[str, Path] = {}
+        self.folders: dict[tuple[str, Path | None], Path] = {}
 
-    def folder(self, assignment_id: str = DEFAULT_ASSIGNMENT) -> Path:
-        if assignment_id not in self.folders:
-            assignment = grader.config.assignment.load(assignment_id)
-            folder = self.root / assignment_id
+    def folder(self, assignment_id: str = DEFAULT_ASSIGNMENT, root: Path | None = None) -> Path:
+        """`root`: the project holding the assignment (default: this one), as `grader.config.assignment.load` takes it."""
+        if (assignment_id, root) not in self.folders:
+            assignment = grader.config.assignment.load(assignment_id, root)
+            folder = self.root / f"{assignment_id}-{len(self.folders)}"
             reference_facts(assignment, folder)   # the facts and the unseeded figures
             # Scenarios without a fresh seed run with the lesson's seed in every batch: warm them now.
             lesson = {name: assignment.lesson_seed for name, s in assignment.scenarios.items() if not s.fresh_seed}
             compile_cache.warm(assignment, folder, lesson)
-            self.folders[assignment_id] = folder
-        return self.folders[assignment_id]
+            self.folders[(assignment_id, root)] = folder
+        return self.folders[(assignment_id, root)]
 
-    def seed(self, out: Path, assignment_id: str = DEFAULT_ASSIGNMENT, variant_seed: int | None = None) -> Path:
+    def seed(self, out: Path, assignment_id: str = DEFAULT_ASSIGNMENT, variant_seed: int | None = None,
+             root: Path | None = None) -> Path:
         """Copy the measurement into `out/.grader-cache` (grade_folder's cache); return that folder.
 
         With the `variant_seed` a test passes to grade_folder, the cache is also warmed, and the reference's
         figures drawn, for that seed (once per session: several modules grade with the same fixed seed)."""
-        folder = self.folder(assignment_id)
+        folder = self.folder(assignment_id, root)
         if variant_seed is not None:
-            assignment = grader.config.assignment.load(assignment_id)
+            assignment = grader.config.assignment.load(assignment_id, root)
             seeds = {name: scenario_seed(assignment, s, variant_seed) for name, s in assignment.scenarios.items()}
             compile_cache.warm(assignment, folder, seeds)
             reference_figures(assignment, folder, seeds)

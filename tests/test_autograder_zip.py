@@ -42,7 +42,7 @@ from grader.lms.gradescope import RESULTS_SCHEMA
 from grader.lms.otter_csv import POINTS_POSSIBLE_LABEL
 
 ROOT = Path(__file__).resolve().parent.parent
-MISTAKE = ROOT / "tests" / "corpus" / "forward_difference.py"
+MISTAKE = ROOT / "tests" / "assignments" / "performance-05" / "corpus" / "forward_difference.py"
 OTTER = Path(sys.executable).with_name("otter")
 
 

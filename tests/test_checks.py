@@ -190,9 +190,9 @@ def variant_events(oracles):
 
 def check(assignment, oracles, function_name, events, scenario="baseline", **kwargs):
     """Evaluate one check function on one scenario: (fraction, feedback)."""
-    spec = next(s for s in assignment.checks if s.function == function_name)
+    spec = next(s for s in assignment.checks if s.function in (function_name, "builtin:" + function_name))
     snap = make_snapshot(oracles[scenario], scenario, events, **kwargs)
-    return evaluate(getattr(assignment.check_module, function_name), spec, RunView(snap, assignment.bindings),
+    return evaluate(assignment.check_function(spec.function), spec, RunView(snap, assignment.bindings),
                     oracles[scenario], assignment.settings)
 
 
@@ -237,28 +237,28 @@ def test_failed_statement_is_reported_with_its_line(assignment, oracles, base_ev
 
 
 def test_syntax_error_fails_no_statement_failed(assignment, oracles, base_events):
-    spec = next(s for s in assignment.checks if s.function == "no_statement_failed")
+    spec = next(s for s in assignment.checks if s.function == "builtin:no_statement_failed")
     snap = make_snapshot(oracles["baseline"], "baseline", base_events)
     snap.syntax_error = {"line": 77, "message": "SyntaxError: invalid syntax"}
-    fraction, feedback = evaluate(assignment.check_module.no_statement_failed, spec, RunView(snap), None, assignment.settings)
+    fraction, feedback = evaluate(assignment.check_function(spec.function), spec, RunView(snap), None, assignment.settings)
     assert fraction == 0 and "line 77" in feedback and "syntax" in feedback.lower()
 
 
 @pytest.mark.parametrize("ending, fragment", [("sys_exit", "sys.exit at line 42"), ("exited_early", "os._exit"),
                                               ("killed_wall", "wall-clock limit"), ("lost", "without reporting")])
 def test_ran_to_the_end_explains_how_the_run_ended(assignment, oracles, base_events, ending, fragment):
-    spec = next(s for s in assignment.checks if s.function == "ran_to_the_end")
+    spec = next(s for s in assignment.checks if s.function == "builtin:ran_to_the_end")
     snap = make_snapshot(oracles["baseline"], "baseline", base_events, ending=ending)
     snap.exit_line = 42
-    fraction, feedback = evaluate(assignment.check_module.ran_to_the_end, spec, RunView(snap), None, assignment.settings)
+    fraction, feedback = evaluate(assignment.check_function(spec.function), spec, RunView(snap), None, assignment.settings)
     assert fraction == 0 and fragment in feedback
 
 
 def test_ran_to_the_end_fails_when_the_soft_limit_was_hit(assignment, oracles, base_events):
-    spec = next(s for s in assignment.checks if s.function == "ran_to_the_end")
+    spec = next(s for s in assignment.checks if s.function == "builtin:ran_to_the_end")
     snap = make_snapshot(oracles["baseline"], "baseline", base_events)
     snap.soft_limit_hit = True
-    fraction, feedback = evaluate(assignment.check_module.ran_to_the_end, spec, RunView(snap), None, assignment.settings)
+    fraction, feedback = evaluate(assignment.check_function(spec.function), spec, RunView(snap), None, assignment.settings)
     assert fraction == 0 and "time limit" in feedback
 
 

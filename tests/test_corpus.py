@@ -1,6 +1,7 @@
-"""End-to-end corpus: every sample submission in tests/corpus/ is graded once by the real grader.
+"""End-to-end corpus, per assignment: every sample submission in tests/assignments/<id>/corpus/ is graded once by
+the real grader, as assignment <id> (the folder's name; see case_expectations.project_root for where it lives).
 
-A case is an entry of tests/corpus/ -- `<case>.py`, `<case>.ipynb`, a folder `<case>/` (Gradescope layout) or any
+A case is an entry of a corpus folder -- `<case>.py`, `<case>.ipynb`, a folder `<case>/` (Gradescope layout) or any
 other file `<case>.<ext>` -- plus `<case>.expected.toml` beside it:
 
     status = "graded"            # or "error"
@@ -14,9 +15,10 @@ other file `<case>.<ext>` -- plus `<case>.expected.toml` beside it:
     feedback = ["forward difference"]   # in the concatenated feedback of all checks
     messages = ["sys.exit"]             # in the concatenated submission-level messages
 
-A module-scoped fixture copies every entry (symlinks stay symlinks) into a temporary folder and runs
-`grader.cli.batch.grade_folder` over it once, in-process, with two workers; each case is then one parameter of
-`test_corpus_case`. Adding a case is adding its files: nothing here names a case.
+A module-scoped fixture grades each assignment's corpus once, when its first case asks: it copies every entry
+(symlinks stay symlinks) into a temporary folder and runs `grader.cli.batch.grade_folder` over it once, in-process, with two workers; each (assignment, case) is
+then one parameter of `test_corpus_case`. Adding a case is adding its files, adding an assignment's corpus is
+adding its folder: nothing here names a case or an assignment.
 """
 
 from __future__ import annotations
@@ -27,28 +29,31 @@ import os
 import re
 import shutil
 import tomllib
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from case_expectations import record_problems, shape_problems, summary
+from case_expectations import (
+    EXPECTED,
+    case_folders,
+    case_names,
+    project_root,
+    record_problems,
+    shape_problems,
+    summary,
+)
 
 import grader.cli.batch
 import grader.config.assignment
 
-ASSIGNMENT = "performance-05"
-CORPUS = Path(__file__).with_name("corpus")
-EXPECTED = ".expected.toml"
+CORPORA = case_folders("corpus")
 SKIPPED = {"__pycache__"}
 
 
-def corpus_entries() -> list[Path]:
-    """Everything in the corpus that is handed to the grader (all but the expectation files)."""
-    return sorted(p for p in CORPUS.iterdir() if not p.name.endswith(EXPECTED) and p.name not in SKIPPED)
-
-
-def case_names() -> list[str]:
-    return sorted(p.name[: -len(EXPECTED)] for p in CORPUS.glob("*" + EXPECTED))
+def corpus_entries(corpus: Path) -> list[Path]:
+    """Everything in a corpus that is handed to the grader (all but the expectation files)."""
+    return sorted(p for p in corpus.iterdir() if not p.name.endswith(EXPECTED) and p.name not in SKIPPED)
 
 
 def case_of(entry: Path) -> str:
@@ -61,6 +66,7 @@ def case_of(entry: Path) -> str:
 
 @dataclass
 class Graded:
+    corpus: Path
     groups: list[str]
     check_ids: set[str]
     records: dict[str, list[dict]]     # corpus entry name -> records whose `file` lies in it
@@ -71,11 +77,23 @@ class Graded:
 
 
 @pytest.fixture(scope="module")
-def graded(tmp_path_factory, reference_cache) -> Graded:
-    root = tmp_path_factory.mktemp("corpus")
+def batches(tmp_path_factory, reference_cache) -> Callable[[str], Graded]:
+    """Assignment id -> its graded corpus, graded on first use and kept for the module."""
+    done: dict[str, Graded] = {}
+
+    def graded(assignment_id: str) -> Graded:
+        if assignment_id not in done:
+            done[assignment_id] = grade_corpus(assignment_id, tmp_path_factory, reference_cache)
+        return done[assignment_id]
+    return graded
+
+
+def grade_corpus(assignment_id: str, tmp_path_factory: pytest.TempPathFactory, reference_cache) -> Graded:
+    corpus = CORPORA[assignment_id]
+    root = tmp_path_factory.mktemp(f"corpus-{assignment_id}")
     submissions, out = root / "submissions", root / "results"
     submissions.mkdir()
-    for entry in corpus_entries():
+    for entry in corpus_entries(corpus):
         target = submissions / entry.name
         if entry.is_symlink():
             os.symlink(os.readlink(entry), target)
@@ -83,8 +101,8 @@ def graded(tmp_path_factory, reference_cache) -> Graded:
             shutil.copytree(entry, target, symlinks=True)
         else:
             shutil.copy2(entry, target)
-    assignment = grader.config.assignment.load(ASSIGNMENT)
-    reference_cache.seed(out, ASSIGNMENT)
+    assignment = grader.config.assignment.load(assignment_id, project_root(assignment_id))
+    reference_cache.seed(out, assignment_id, root=project_root(assignment_id))
     result = grader.cli.batch.grade_folder(assignment, submissions, out, workers=2, regrade=True)
     records: dict[str, list[dict]] = {}
     for path in sorted(out.glob("*.json")):           # what the grader wrote, not what it returned
@@ -92,21 +110,33 @@ def graded(tmp_path_factory, reference_cache) -> Graded:
         records.setdefault(record["file"].split("/")[0], []).append(record)
     with open(out / "grades.csv", newline="", encoding="utf-8") as stream:
         rows = list(csv.DictReader(stream))
-    return Graded(groups=list(assignment.groups), check_ids={spec.id for spec in assignment.checks}, records=records,
+    return Graded(corpus=corpus, groups=list(assignment.groups), check_ids={spec.id for spec in assignment.checks}, records=records,
                   csv_rows=rows, batch_records=len(result.records), seconds=result.seconds,
                   variant_seed=result.variant_seed)
 
 
+CASES = [pytest.param(assignment_id, case, id=f"{assignment_id}/{case}")
+         for assignment_id, corpus in CORPORA.items() for case in case_names(corpus)]
+
+
+def test_every_assignment_with_a_corpus_exists_and_has_cases() -> None:
+    assert "performance-05" in CORPORA and len(CORPORA) >= 2, f"corpora found: {sorted(CORPORA)}"
+    for assignment_id, corpus in CORPORA.items():
+        assert project_root(assignment_id) and case_names(corpus), assignment_id
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize("case", case_names())
-def test_corpus_case(case: str, graded: Graded) -> None:
-    expected = tomllib.loads((CORPUS / f"{case}{EXPECTED}").read_text(encoding="utf-8"))
+@pytest.mark.parametrize("assignment_id, case", CASES)
+def test_corpus_case(assignment_id: str, case: str, batches: Callable[[str], Graded]) -> None:
+    graded = batches(assignment_id)
+    corpus = graded.corpus
+    expected = tomllib.loads((corpus / f"{case}{EXPECTED}").read_text(encoding="utf-8"))
 
     # The corpus itself: one entry per case, one case per entry, and no entry pytest would collect.
-    entries = corpus_entries()
+    entries = corpus_entries(corpus)
     mine = [e for e in entries if case_of(e) == case]
     assert len(mine) == 1, f"case {case!r} needs exactly one corpus entry beside its {EXPECTED}; found {mine}"
-    orphans = sorted(e.name for e in entries if case_of(e) not in set(case_names()))
+    orphans = sorted(e.name for e in entries if case_of(e) not in set(case_names(corpus)))
     assert not orphans, f"corpus entries without an {EXPECTED}: {orphans}"
     collectable = [e.name for e in entries if re.fullmatch(r"test_.*\.py|.*_test\.py", e.name)]
     assert not collectable, f"pytest would import these corpus files as tests: {collectable}"
@@ -129,15 +159,17 @@ def test_corpus_case(case: str, graded: Graded) -> None:
                     + f"\n\nWhat the grader produced (variant seed {graded.variant_seed}):\n{summary(record)}", pytrace=False)
 
 
-def test_every_corpus_case_is_well_formed() -> None:
+@pytest.mark.parametrize("assignment_id", sorted(CORPORA))
+def test_every_corpus_case_is_well_formed(assignment_id: str) -> None:
     """Without grading (what `-m "not slow"` checks of the corpus): one entry per case, well-formed expectations."""
-    assignment = grader.config.assignment.load(ASSIGNMENT)
-    entries, names = corpus_entries(), case_names()
+    corpus = CORPORA[assignment_id]
+    assignment = grader.config.assignment.load(assignment_id, project_root(assignment_id))
+    entries, names = corpus_entries(corpus), case_names(corpus)
     problems = [f"corpus entries without an {EXPECTED}: {e.name}" for e in entries if case_of(e) not in set(names)]
     for case in names:
         mine = [e.name for e in entries if case_of(e) == case]
         if len(mine) != 1:
             problems.append(f"case {case!r} needs exactly one corpus entry beside its {EXPECTED}; found {mine}")
-        expected = tomllib.loads((CORPUS / f"{case}{EXPECTED}").read_text(encoding="utf-8"))
+        expected = tomllib.loads((corpus / f"{case}{EXPECTED}").read_text(encoding="utf-8"))
         problems += shape_problems(case, expected, list(assignment.groups), {spec.id for spec in assignment.checks})
-    assert not problems, "\n".join(problems)
+    assert names and not problems, "\n".join(problems)

@@ -32,7 +32,7 @@ from grader.config.assignment import load
 from grader.lms.autograder_zip import PLUGIN_NAME, write_autograder_zip
 from grader.model.verdicts import ISOLATION_PREFIX
 
-CORPUS = Path(__file__).with_name("corpus")
+CORPUS = Path(__file__).parent / "assignments" / "performance-05" / "corpus"
 OTTER = Path(sys.executable).with_name("otter")
 CASES = [
     "reference.py", "restructured.py", "notebook_reference.ipynb", "notebook_helpers_ordereddict.ipynb",

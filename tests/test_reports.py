@@ -24,7 +24,7 @@ from grader.intake.discovery import safe_filename
 from grader.outputs import figure_data
 from grader.outputs.reports import write_reports
 
-CORPUS = Path(__file__).with_name("corpus")
+CORPUS = Path(__file__).parent / "assignments" / "performance-05" / "corpus"
 CASES = {"reference": "reference.py", "zeros": "memory_zeros_when_unavailable.py", "empty": "empty.py"}
 SCRIPT = "<script>alert(1)</script>"
 ESCAPED = "&lt;script&gt;alert(1)&lt;/script&gt;"

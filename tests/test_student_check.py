@@ -17,7 +17,7 @@ from grader.authoring.student_wheel import write_student_wheel
 from grader.config.assignment import load
 
 ROOT = Path(__file__).resolve().parent.parent
-CORPUS = ROOT / "tests" / "corpus"
+CORPUS = ROOT / "tests" / "assignments" / "performance-05" / "corpus"
 CASES = ["reference.py", "forward_difference.py", "hvp_is_gradient.py", "memory_zeros_when_unavailable.py",
          "notebook_reference.ipynb", "notebook_hvp_plain_differentiates_remat.ipynb"]
 

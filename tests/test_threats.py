@@ -1,4 +1,5 @@
-"""Hostile submissions (tests/threats/) graded by the real batch grader in the real sandbox.
+"""Hostile submissions (tests/assignments/<id>/threats/, per assignment) graded by the real batch grader in the
+real sandbox, as assignment <id> (the folder's name).
 
 Each threat is `<case>.py` plus `<case>.expected.toml` (the corpus format, see case_expectations.py): the scores it
 may get and the messages/output it must produce. A threat whose first line is `# prepend: solution` is graded as
@@ -22,11 +23,20 @@ import select
 import socket
 import time
 import tomllib
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from case_expectations import record_problems, shape_problems, summary
+from case_expectations import (
+    EXPECTED,
+    case_folders,
+    case_names,
+    project_root,
+    record_problems,
+    shape_problems,
+    summary,
+)
 from live_processes import processes_with
 
 import grader.cli.batch
@@ -36,16 +46,11 @@ from grader.sandbox.isolation import Bubblewrap, strongest_available
 from grader.sandbox.process import shared_tree
 from grader.sandbox.seccomp import filter_program
 
-THREATS = Path(__file__).with_name("threats")
-EXPECTED = ".expected.toml"
+THREATS = case_folders("threats")     # assignment id -> its threats folder
 PREPEND = "# prepend: solution"
 FILE_NAME = "# file-name: "          # a header line: the bytes literal of the name the case is saved under
 LEFTOVER_TOKENS = ("63.1415", "64.1414")       # command lines of processes the threats start
 MARKER = "pwned"
-
-
-def case_names() -> list[str]:
-    return sorted(p.name[: -len(EXPECTED)] for p in THREATS.glob("*" + EXPECTED))
 
 
 def _tree_digest(folder: Path) -> str:
@@ -82,6 +87,7 @@ def _marked_files(roots: list[Path], since: float) -> list[str]:
 
 @dataclass
 class Batch:
+    folder: Path
     records: dict[str, dict]
     out: Path
     groups: list[str]
@@ -106,28 +112,40 @@ def file_name(text: str) -> bytes | None:
 
 
 @pytest.fixture(scope="module")
-def batch(tmp_path_factory, reference_cache) -> Batch:
-    root = tmp_path_factory.mktemp("threats")
+def batches(tmp_path_factory, reference_cache) -> Callable[[str], Batch]:
+    """Assignment id -> its threats graded in one batch, on first use, kept for the module."""
+    done: dict[str, Batch] = {}
+
+    def batch(assignment_id: str) -> Batch:
+        if assignment_id not in done:
+            done[assignment_id] = grade_threats(assignment_id, tmp_path_factory, reference_cache)
+        return done[assignment_id]
+    return batch
+
+
+def grade_threats(assignment_id: str, tmp_path_factory: pytest.TempPathFactory, reference_cache) -> Batch:
+    threats = THREATS[assignment_id]
+    root = tmp_path_factory.mktemp(f"threats-{assignment_id}")
     submissions, out = root / "submissions", root / "results"
     submissions.mkdir()
     listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     listener.bind(("127.0.0.1", 0))
     listener.listen(16)
     port = listener.getsockname()[1]
-    assignment = grader.config.assignment.load("performance-05")
+    assignment = grader.config.assignment.load(assignment_id, project_root(assignment_id))
     solution = assignment.solution_path.read_text(encoding="utf-8")
     ids = {}
-    for case in case_names():
-        text = (THREATS / f"{case}.py").read_text(encoding="utf-8").replace("__LISTENER_PORT__", str(port))
+    for case in case_names(threats):
+        text = (threats / f"{case}.py").read_text(encoding="utf-8").replace("__LISTENER_PORT__", str(port))
         name = file_name(text) or f"{case}.py".encode()
         if text.startswith(PREPEND):
             text = solution + "\n" + text
         with open(os.path.join(os.fsencode(submissions), name), "wb") as stream:
             stream.write(text.encode("utf-8"))
-        expected = tomllib.loads((THREATS / f"{case}{EXPECTED}").read_text(encoding="utf-8"))
+        expected = tomllib.loads((threats / f"{case}{EXPECTED}").read_text(encoding="utf-8"))
         ids[case] = expected.get("submission") or entry_id(os.fsdecode(name))
     before = _tree_digest(submissions)
-    reference_cache.seed(out, assignment.id)
+    reference_cache.seed(out, assignment.id, root=project_root(assignment_id))
     started = time.time()
     result = grader.cli.batch.grade_folder(assignment, submissions, out, workers=2, regrade=True)
     seconds = time.time() - started
@@ -149,16 +167,32 @@ def batch(tmp_path_factory, reference_cache) -> Batch:
             os.kill(pid, 9)
         except OSError:
             pass
-    return Batch(records=records, out=out, groups=list(assignment.groups), check_ids={c.id for c in assignment.checks},
+    return Batch(folder=threats, records=records, out=out, groups=list(assignment.groups), check_ids={c.id for c in assignment.checks},
                  marked=_marked_files(roots, started - 1), leftovers=leftovers, connections=connections,
                  submissions_unchanged=_tree_digest(submissions) == before, seconds=seconds,
                  grader_peak_bytes=peak, variant_seed=result.variant_seed, entries=len(ids))
 
 
+CASES = [pytest.param(assignment_id, case, id=f"{assignment_id}/{case}")
+         for assignment_id, folder in THREATS.items() for case in case_names(folder)]
+ASSIGNMENTS = sorted(THREATS)
+
+
+def having(case: str) -> list[str]:
+    """The assignments whose threats include `case` (a test about one particular attack runs for those)."""
+    return [a for a in ASSIGNMENTS if (THREATS[a] / f"{case}{EXPECTED}").is_file()]
+
+
+@pytest.fixture(params=ASSIGNMENTS)
+def batch(request, batches) -> Batch:
+    return batches(request.param)
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize("case", case_names())
-def test_threat_gets_no_undeserved_credit(case: str, batch: Batch) -> None:
-    expected = tomllib.loads((THREATS / f"{case}{EXPECTED}").read_text(encoding="utf-8"))
+@pytest.mark.parametrize("assignment_id, case", CASES)
+def test_threat_gets_no_undeserved_credit(assignment_id: str, case: str, batches: Callable[[str], Batch]) -> None:
+    batch = batches(assignment_id)
+    expected = tomllib.loads((batch.folder / f"{case}{EXPECTED}").read_text(encoding="utf-8"))
     shape = shape_problems(case, expected, batch.groups, batch.check_ids)
     assert not shape, "; ".join(shape)
     assert case in batch.records, f"{case} has no result record (records: {sorted(batch.records)})"
@@ -238,7 +272,9 @@ def test_victims_beside_attacks_keep_full_marks(batch: Batch) -> None:
 
 
 @pytest.mark.slow
-def test_a_printed_fence_stays_inside_the_feedback_files_fence(batch: Batch) -> None:
+@pytest.mark.parametrize("assignment_id", having("backtick_breakout"))
+def test_a_printed_fence_stays_inside_the_feedback_files_fence(assignment_id: str, batches) -> None:
+    batch = batches(assignment_id)
     text = (batch.out / "backtick_breakout.feedback.md").read_text(encoding="utf-8")
     head, _, output = text.partition("## Your output (baseline run)")
     assert "100 / 100" not in head.replace(f"{batch.records['backtick_breakout']['score']:g} / 100", "")
@@ -249,19 +285,23 @@ def test_a_printed_fence_stays_inside_the_feedback_files_fence(batch: Batch) -> 
 
 
 @pytest.mark.slow
-def test_the_batch_seed_is_nowhere_a_run_can_see(batch: Batch) -> None:
+@pytest.mark.parametrize("assignment_id", having("peeks_at_neighbours"))
+def test_the_batch_seed_is_nowhere_a_run_can_see(assignment_id: str, batches) -> None:
+    batch = batches(assignment_id)
     record = batch.records["peeks_at_neighbours"]
     output = record["output"]["head"] + record["output"]["tail"]
     assert "LISTED" in output and str(batch.variant_seed) not in output
 
 
-def test_every_threat_case_is_well_formed() -> None:
+@pytest.mark.parametrize("assignment_id", ASSIGNMENTS)
+def test_every_threat_case_is_well_formed(assignment_id: str) -> None:
     """Without grading (what `-m "not slow"` checks of the threats): a file per case, well-formed expectations."""
-    assignment = grader.config.assignment.load("performance-05")
+    folder = THREATS[assignment_id]
+    assignment = grader.config.assignment.load(assignment_id, project_root(assignment_id))
     problems = []
-    for case in case_names():
-        if not (THREATS / f"{case}.py").is_file():
+    for case in case_names(folder):
+        if not (folder / f"{case}.py").is_file():
             problems.append(f"{case}: no {case}.py beside its {EXPECTED}")
-        expected = tomllib.loads((THREATS / f"{case}{EXPECTED}").read_text(encoding="utf-8"))
+        expected = tomllib.loads((folder / f"{case}{EXPECTED}").read_text(encoding="utf-8"))
         problems += shape_problems(case, expected, list(assignment.groups), {c.id for c in assignment.checks})
-    assert case_names() and not problems, "\n".join(problems)
+    assert case_names(folder) and not problems, "\n".join(problems)

@@ -9,6 +9,7 @@ A value is right only if it was computed the way the exercise asks: a central di
 objective at x + eps v and x - eps v; `automatic` comes from autodiff of the objective; each HVP from
 second-order autodiff of its own objective. Where the evidence behind a value could not be recorded, the
 value alone decides and the feedback says so. Feedback describes what this student's run did, in words.
+Whether the file ran, and ran to its end, is checked by the framework's own checks (`builtin:` in assignment.toml).
 """
 
 import math
@@ -34,48 +35,7 @@ from grader.api.values import (
 )
 
 LABELS = ("plain", "remat")
-RUN_OUTCOMES = {
-    "sys_exit": "your file called sys.exit at {where}; code after it never ran",
-    "exited_early": "the process ended without finishing (os._exit, a crash or a memory limit)",
-    "killed_wall": "the run hit the wall-clock limit and was stopped",
-    "setup_failed": "the grader could not prepare the run",
-    "lost": "the run ended without reporting",
-}
 UNSEEN = "(The grader could not see how `{name}` was computed, so its value alone was checked.)"
-
-
-# ---- runs -----------------------------------------------------------------------------------------
-
-def no_statement_failed(run, oracle, settings):
-    failures = run.failed_statements
-    snap = run.snapshot
-    if snap.ending in ("killed_wall", "exited_early"):
-        after = f" after {run.where(snap.statements[-1].index)}" if snap.statements else ""
-        cause = "was killed at the time limit" if snap.ending == "killed_wall" else "ended the process (a crash, os._exit or a limit)"
-        raise AssertionError(f"The statement{after} never finished: it {cause}.")
-    syntax = snap.syntax_error
-    assert not syntax, f"Your file has a syntax error at {_place(syntax)} ({syntax['message']}); the code after it did not run."
-    if failures:
-        first = failures[0]
-        kind = "ran out of time" if first.status == "timeout" else f"raised {first.error['type']}: {first.error['message'][:300]}"
-        more = f" ({len(failures) - 1} more statement(s) failed after it)" if len(failures) > 1 else ""
-        raise AssertionError(f"The statement at {run.where(first.index)} {kind}{more}. Read the traceback in your output "
-                             "and fix the first error first.")
-    return "Every top-level statement ran without an error."
-
-
-def ran_to_the_end(run, oracle, settings):
-    snap = run.snapshot
-    assert not snap.syntax_error, f"Your file stops at a syntax error at {_place(snap.syntax_error)}; the rest never ran."
-    place = _place({"line": snap.exit_line, "cell": snap.exit_cell})
-    assert run.completed, RUN_OUTCOMES.get(snap.ending, snap.ending).format(where=place).capitalize() + "."
-    assert not snap.soft_limit_hit, "Part of your file ran past the time limit and was interrupted; look for a loop that never ends."
-    return "The file ran to its end."
-
-
-def _place(problem):
-    line, cell = problem.get("line"), problem.get("cell")
-    return f"cell {cell}, line {line}" if cell is not None else f"line {line}"
 
 
 # ---- gradients ------------------------------------------------------------------------------------

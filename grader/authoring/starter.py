@@ -3,7 +3,8 @@
 The solution is split into chunks: given code (cut at blank lines between top-level statements) and exercise
 regions (see scaffold.py). A region that is a whole top-level block is a chunk of its own; a region nested in
 given code (inside a loop, or an `else:` clause) stays in its chunk, and its prose goes before that chunk.
-The assignment's Jinja templates (`assignments/<id>/templates/starter.py.j2` and `starter.ipynb.j2`) lay the
+Jinja templates (`starter.py.j2` and `starter.ipynb.j2`: the framework's defaults in grader/authoring/templates/,
+each replaced by a file of the same name in the lesson's `assignments/<id>/templates/` when it has one) lay the
 chunks out with the prose from `[starter.exercises.<name>]`; the notebook template writes cells in the
 percent format (`# %%` and `# %% [markdown]` lines), which become nbformat cells here. Output is deterministic
 (cell ids from their index), so a second build is byte-identical and a committed starter can be diffed.
@@ -26,6 +27,7 @@ from grader.config.assignment import Assignment
 from grader.intake.regions import Region, RegionError, find_regions
 
 TEMPLATES = "templates"
+DEFAULT_TEMPLATES = Path(__file__).resolve().parent / TEMPLATES
 PY_TEMPLATE = "starter.py.j2"
 NOTEBOOK_TEMPLATE = "starter.ipynb.j2"
 CELL_MARKER = re.compile(r"^# %%(?: \[(?P<kind>markdown)\])?[ \t]*$")
@@ -206,9 +208,9 @@ def _exercise(region: Region, prose: dict, first: bool) -> Exercise:
 # ---- templates and notebook ------------------------------------------------------------------------------
 
 def _environment(folder: Path) -> jinja2.Environment:
-    if not folder.is_dir():
-        raise BuildError(f"no templates folder {folder} (it needs {PY_TEMPLATE} and {NOTEBOOK_TEMPLATE})")
-    environment = jinja2.Environment(loader=jinja2.FileSystemLoader(folder), undefined=jinja2.StrictUndefined,
+    """Templates from the lesson's folder first (when it has one), then the framework's defaults."""
+    folders = [folder, DEFAULT_TEMPLATES] if folder.is_dir() else [DEFAULT_TEMPLATES]
+    environment = jinja2.Environment(loader=jinja2.FileSystemLoader(folders), undefined=jinja2.StrictUndefined,
                                      keep_trailing_newline=True, trim_blocks=True, lstrip_blocks=True,
                                      autoescape=False)
     environment.filters["comment"] = comment

@@ -1,6 +1,10 @@
 """Command line: `grader grade DIR` for a class, `grader check FILE` for one student's immediate feedback,
 `grader build` to regenerate the student starters from the reference solution, `grader validate` to check an
-assignment's configuration and that its reference solution scores full marks."""
+assignment's configuration and that its reference solution scores full marks, `grader new LESSON` to start a
+lesson from a working skeleton.
+
+Every command that grades or builds takes the assignment explicitly (an id, or the path of its folder) or infers
+it when exactly one exists under `<root>/assignments/`; with several, it stops and lists them."""
 
 from __future__ import annotations
 
@@ -11,9 +15,10 @@ from pathlib import Path
 
 from grader import __version__
 from grader.authoring.build import BuildError, build
+from grader.authoring.new_lesson import NewLessonError, new_lesson
 from grader.cli.batch import grade_folder
 from grader.cli.trial import trial_grading
-from grader.config.assignment import ConfigError, load
+from grader.config.assignment import ConfigError, available, find_root, load
 from grader.outputs.summary import summary_table
 from grader.student.terminal import add_check_arguments, check_command
 
@@ -26,7 +31,8 @@ def main(argv: list[str] | None = None) -> int:
     grade_cmd = commands.add_parser("grade", help="grade every submission in a folder")
     grade_cmd.add_argument("submissions", type=Path, help="folder of <id>.py / <id>.ipynb files or <id>/ folders")
     grade_cmd.add_argument("--out", type=Path, help="results folder (default: SUBMISSIONS/../results)")
-    grade_cmd.add_argument("--assignment", help="assignment id (default: the only one under assignments/)")
+    grade_cmd.add_argument("--assignment", help=ASSIGNMENT_HELP)
+    grade_cmd.add_argument("--root", type=Path, help=ROOT_HELP)
     grade_cmd.add_argument("--workers", type=int, default=None, help="submissions graded at once (default: the number of cores)")
     grade_cmd.add_argument("--regrade", action="store_true", help="grade again even where an up-to-date result exists")
     grade_cmd.add_argument("--variant-seed", type=int, default=None, help="fix the variant scenario's seed (default: random)")
@@ -34,13 +40,19 @@ def main(argv: list[str] | None = None) -> int:
 
     check_cmd = commands.add_parser("check", help="grade one file and print its visible feedback (exit 0 at full marks)")
     add_check_arguments(check_cmd)
+    check_cmd.add_argument("--root", type=Path, help=ROOT_HELP)
 
     build_cmd = commands.add_parser("build", help="render the student starters (.py and .ipynb) from the reference solution")
-    build_cmd.add_argument("assignment", nargs="?",
-                           help="assignment id, or the path of an assignment folder (default: the only one under assignments/)")
-    build_cmd.add_argument("--out", type=Path, help="output folder for everything (default: starters in "
-                           "<project root>/student_templates, the autograder zip, which holds the solution, in <project root>/build)")
-    build_cmd.add_argument("--root", type=Path, help="project root holding assignments/ (default: found from the current folder)")
+    build_cmd.add_argument("assignment", nargs="?", help=ASSIGNMENT_HELP)
+    build_cmd.add_argument("--out", type=Path, help="output folder for everything (default: starters in <project root>/"
+                           "student_templates, the autograder zip, which holds the solution, in <project root>/build)")
+    build_cmd.add_argument("--root", type=Path, help=ROOT_HELP)
+
+    new_cmd = commands.add_parser("new", help="create a working lesson skeleton: assignments/LESSON/ and solutions/LESSON.py")
+    new_cmd.add_argument("lesson", help="the new lesson's id (its folder name and the file students submit)")
+    new_cmd.add_argument("--title", help="the lesson's title (default: made from the id)")
+    new_cmd.add_argument("--root", type=Path, help="project root to create it in (default: the nearest folder above "
+                         "the current one holding assignments/, else the current folder)")
 
     validate_cmd = commands.add_parser("validate", help="check an assignment's configuration and trial-grade its "
                                        "reference solution (exit 0: ready to grade)")
@@ -49,6 +61,8 @@ def main(argv: list[str] | None = None) -> int:
     validate_cmd.add_argument("--root", type=Path, help="project root holding assignments/ (default: found from the current folder)")
 
     args = parser.parse_args(argv)
+    if args.command == "new":
+        return _new(args)
     try:
         assignment = load(*_which_assignment(args))
     except ConfigError as error:
@@ -66,15 +80,48 @@ def main(argv: list[str] | None = None) -> int:
     return _check(assignment, args)
 
 
-def _which_assignment(args) -> tuple[str | None, Path | None]:
-    """(id, project root): `build` also takes the path of an assignment folder, or `--root`."""
-    name, root = args.assignment, getattr(args, "root", None)
+ASSIGNMENT_HELP = ("assignment id, or the path of its folder assignments/<id>/ "
+                   "(default: the only assignment under <root>/assignments/)")
+ROOT_HELP = "project root holding assignments/ (default: found from the current folder)"
+NAMED_BY = {"grade": "--assignment ID", "check": "--assignment ID", "build": "`grader build ID`"}
+
+
+def _which_assignment(args) -> tuple[str, Path]:
+    """(id, project root), the same way for every command: the id or folder given, else the only assignment."""
+    name, root = args.assignment, args.root
     if name and (os.sep in name or name.startswith(".")):
         folder = Path(name).resolve()
         if not (folder / "assignment.toml").is_file() or folder.parent.name != "assignments":
             raise ConfigError(f"{name} is not an assignment folder (assignments/<id>/ with an assignment.toml)")
         return folder.name, folder.parent.parent
-    return name, root.resolve() if root else None
+    root = root.resolve() if root else find_root()
+    if name:
+        return name, root
+    names = available(root) if (root / "assignments").is_dir() else []
+    if not names:
+        raise ConfigError(f"no assignment under {root / 'assignments'}; create one with `grader new LESSON`")
+    if len(names) > 1:
+        raise ConfigError(f"several assignments under {root / 'assignments'} ({', '.join(names)}): "
+                          f"name one with {NAMED_BY[args.command]}")
+    return names[0], root
+
+
+def _new(args) -> int:
+    root = args.root.resolve() if args.root else _project_root_or_here()
+    try:
+        paths = new_lesson(args.lesson, root, args.title)
+    except NewLessonError as error:
+        print(f"grader: {error}", file=sys.stderr)
+        return 2
+    for path in paths:
+        print(path)
+    print(f"Next: `grader build {args.lesson}`, then grade its solution; replace the example exercise with yours.")
+    return 0
+
+
+def _project_root_or_here() -> Path:
+    here = Path.cwd().resolve()
+    return next((folder for folder in [here, *here.parents] if (folder / "assignments").is_dir()), here)
 
 
 def _build(assignment, args) -> int:

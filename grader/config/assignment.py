@@ -3,6 +3,10 @@
 An assignment is a folder `assignments/<id>/` holding `assignment.toml`, `oracle.py` (trusted, parent
 side), `checks.py` (trusted, loaded through pytest's assertion rewriting), and `scenario_setup.py` and
 `probes.py` (sent into the sandbox as source). The framework reads everything lesson-specific from here.
+
+A check's `function` names a function of the lesson's checks.py, or `builtin:<name>` one of the framework's
+generic checks (grader/api/builtin_checks.py: did the file run, did it run to its end), so a lesson writes
+only its own checks. Both are loaded here, by name, as check code; the config stage depends on neither.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from grader import PACKAGE_DIR
+from grader.config.check_functions import check_function
 from grader.config.validate import (  # noqa: F401 -- ConfigError and the vocabularies are imported from here too
     BINDING_RULES,
     EVIDENCE_BOUNDS,
@@ -73,6 +78,10 @@ class Assignment:
     probes_source: str
     fingerprint: str = ""
     solution_path: Path = field(default_factory=Path)
+
+    def check_function(self, name: str) -> Callable[..., Any] | None:
+        """The check function a `[[checks]] function` names: `builtin:<name>` or a function of checks.py."""
+        return check_function(self.check_module, name)
 
     @property
     def max_score(self) -> float:

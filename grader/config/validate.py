@@ -20,6 +20,7 @@ from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
+from grader.config.check_functions import BUILTIN_PREFIX, builtin_names, check_function
 from grader.model.limits import Limits
 
 VISIBILITIES = ("visible", "after_due_date", "after_published", "hidden")
@@ -313,8 +314,11 @@ def module_problems(config: dict[str, Any], folder: Path, shown: Path, oracle: t
                         "build(seed, facts, scenario); give it those three parameters")
     defined = {n for n, v in vars(checks).items() if callable(v) and not n.startswith("_")}
     for check in config["checks"]:
-        function = getattr(checks, check["function"], None)
-        if not callable(function):
+        function = check_function(checks, check["function"])
+        if function is None and check["function"].startswith(BUILTIN_PREFIX):
+            problems.append(f"{toml}: [[checks]] {check['id']}: function = {check['function']!r}: the framework has no "
+                            f"such builtin check; use one of {', '.join(BUILTIN_PREFIX + n for n in builtin_names())}")
+        elif function is None:
             problems.append(f"{toml}: [[checks]] {check['id']}: function = {check['function']!r}: checks.py has no such "
                             f"function{_spelling(check['function'], defined)}; define def {check['function']}(run, oracle, "
                             f"settings) in {shown / 'checks.py'} or name an existing one")

@@ -195,7 +195,7 @@ def run_checks(assignment: Assignment, snapshots: dict[str, Snapshot], oracles: 
     faults = grader_faults(snapshots)
     results = []
     for spec in assignment.checks:
-        function = getattr(assignment.check_module, spec.function)
+        function = assignment.check_function(spec.function)
         outcomes, bugs = [], {}
         for scenario in spec.scenarios:
             try:

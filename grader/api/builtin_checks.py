@@ -1,0 +1,64 @@
+"""Checks every lesson has, so no lesson copies them: did the file run, and did it run to its end.
+
+An assignment names one in `[[checks]] function = "builtin:<name>"` (see grader.config.assignment); a lesson's
+checks.py may also import one and wrap it. They read only how the run went (`run.snapshot`), never a value, so
+they need no oracle and no settings. Their signature is every check's: `check(run, oracle, settings)`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+PREFIX = "builtin:"
+
+# How a run that did not complete ended, in words a student can act on (`{where}`: the line of sys.exit).
+RUN_OUTCOMES = {
+    "sys_exit": "your file called sys.exit at {where}; code after it never ran",
+    "exited_early": "the process ended without finishing (os._exit, a crash or a memory limit)",
+    "killed_wall": "the run hit the wall-clock limit and was stopped",
+    "setup_failed": "the grader could not prepare the run",
+    "lost": "the run ended without reporting",
+}
+
+
+def no_statement_failed(run: Any, oracle: Any, settings: Any) -> str:
+    """Every top-level statement ran without raising (the first failure is named, with its line)."""
+    failures = run.failed_statements
+    snap = run.snapshot
+    if snap.ending in ("killed_wall", "exited_early"):
+        after = f" after {run.where(snap.statements[-1].index)}" if snap.statements else ""
+        cause = ("was killed at the time limit" if snap.ending == "killed_wall"
+                 else "ended the process (a crash, os._exit or a limit)")
+        raise AssertionError(f"The statement{after} never finished: it {cause}.")
+    syntax = snap.syntax_error
+    if syntax:
+        raise AssertionError(f"Your file has a syntax error at {_place(syntax)} ({syntax['message']}); "
+                             "the code after it did not run.")
+    if failures:
+        first = failures[0]
+        kind = "ran out of time" if first.status == "timeout" else f"raised {first.error['type']}: {first.error['message'][:300]}"
+        more = f" ({len(failures) - 1} more statement(s) failed after it)" if len(failures) > 1 else ""
+        raise AssertionError(f"The statement at {run.where(first.index)} {kind}{more}. Read the traceback in your output "
+                             "and fix the first error first.")
+    return "Every top-level statement ran without an error."
+
+
+def ran_to_the_end(run: Any, oracle: Any, settings: Any) -> str:
+    """The run completed: no syntax error, no sys.exit or crash, nothing interrupted at the soft time limit."""
+    snap = run.snapshot
+    if snap.syntax_error:
+        raise AssertionError(f"Your file stops at a syntax error at {_place(snap.syntax_error)}; the rest never ran.")
+    if not run.completed:
+        place = _place({"line": snap.exit_line, "cell": snap.exit_cell})
+        raise AssertionError(RUN_OUTCOMES.get(snap.ending, snap.ending).format(where=place).capitalize() + ".")
+    if snap.soft_limit_hit:
+        raise AssertionError("Part of your file ran past the time limit and was interrupted; look for a loop that never ends.")
+    return "The file ran to its end."
+
+
+BUILTIN_CHECKS = {"no_statement_failed": no_statement_failed, "ran_to_the_end": ran_to_the_end}
+
+
+def _place(problem: dict) -> str:
+    line, cell = problem.get("line"), problem.get("cell")
+    return f"cell {cell}, line {line}" if cell is not None else f"line {line}"

@@ -1,0 +1,200 @@
+"""A second lesson graded end to end, and a new one made with `grader new`: nothing in grader/ is performance-05's.
+
+The tiny assignment (tests/fixtures/tiny_project: a circle's area, with the framework's `builtin:` run checks) is
+copied to a temporary project and four submissions (correct, a wrong value, a crash before the answer, an empty
+file) go through every path a student's file can take: `grader grade` (the command line, in process), the
+autograder zip from `grader build` run by the real `otter run -a ZIP FILE`, and `grader check`. Each path must
+give the scores the tiny lesson's checks call for. Then `grader new demo` in an empty folder must build and grade
+its own solution at full marks without a file of grader/ changing, and commands must name or infer the assignment.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import grader.cli.main
+from grader import PACKAGE_DIR
+from grader.authoring.new_lesson import new_lesson
+from grader.lms.otter_runner import install_hook
+
+TINY = Path(__file__).with_name("fixtures") / "tiny_project"
+OTTER = Path(sys.executable).with_name("otter")
+SUBMISSIONS = {      # name -> (source, expected status, expected score per check id)
+    "correct": ((TINY / "solutions" / "tiny.py").read_text(), "graded",
+                {"runs.no_errors": 1, "runs.reached_end": 1, "area.value": 1}),
+    "wrong_value": ("import math\nradius = 2.0\narea = math.pi * radius\nside = math.sqrt(area)\n", "graded",
+                    {"runs.no_errors": 1, "runs.reached_end": 1, "area.value": 0}),
+    "crash": ("import math\nradius = 2.0\narea = math.pi * radius ** 2 / 0\nside = 1.0\nprint('done')\n", "graded",
+              {"runs.no_errors": 0, "runs.reached_end": 1, "area.value": 0}),
+    "empty": ("", "error", {"runs.no_errors": 0, "runs.reached_end": 0, "area.value": 0}),
+}
+
+
+def scores(record: dict) -> dict[str, float]:
+    return {check["id"]: check["score"] for check in record["checks"]}
+
+
+@pytest.fixture(scope="module")
+def project(tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("second") / "project"
+    shutil.copytree(TINY, root)
+    submissions = root / "submissions"
+    submissions.mkdir()
+    for name, (source, _, _) in SUBMISSIONS.items():
+        (submissions / f"{name}.py").write_text(source)
+    return root
+
+
+@pytest.fixture(scope="module")
+def graded(project) -> dict[str, dict]:
+    out = project / "results"
+    code = grader.cli.main.main(["grade", str(project / "submissions"), "--root", str(project), "--assignment", "tiny",
+                                 "--out", str(out), "--workers", "2"])
+    assert code == 0
+    return {path.stem: json.loads(path.read_text()) for path in out.glob("*.json")}
+
+
+@pytest.mark.parametrize("name", sorted(SUBMISSIONS))
+def test_grader_grade_scores_each_submission(graded, name):
+    _, status, expected = SUBMISSIONS[name]
+    record = graded[name]
+    assert record["status"] == status
+    assert scores(record) == expected, [c["feedback"] for c in record["checks"]]
+    assert record["score"] == sum(expected.values()) and record["max_score"] == 3
+
+
+def test_feedback_says_what_went_wrong(graded):
+    feedback = {name: "\n".join(c["feedback"] for c in record["checks"]) for name, record in graded.items()}
+    assert "`area` should be pi * radius ** 2" in feedback["wrong_value"]
+    assert "ZeroDivisionError" in feedback["crash"] and "line 3" in feedback["crash"]
+    assert "empty" in feedback["empty"]
+
+
+@pytest.fixture(scope="module")
+def otter_results(project, graded) -> dict[str, dict]:
+    """`grader build tiny`, then the real `otter run -a ZIP FILE` on every submission, named as students submit."""
+    if not OTTER.is_file():
+        pytest.fail(f"{OTTER} not found: otter-grader is a dependency of the project")
+    build = project / "build-out"
+    assert grader.cli.main.main(["build", "tiny", "--root", str(project), "--out", str(build)]) == 0
+    zip_path = build / "tiny-autograder.zip"
+    cache_home = project / "cache-home"      # the reference facts the batch measured, as otter's user cache
+    shutil.copytree(project / "results" / ".grader-cache", cache_home / grader.cli.main.user_cache_dir().name)
+    # otter finds our runner through the import hook scripts/install puts in site-packages; this checkout's own
+    # hook goes first on the path, so a hook left there by an older install cannot stand in for it.
+    (project / "hook").mkdir()
+    hook = install_hook(project / "hook").parent
+    python_path = os.pathsep.join(filter(None, [str(hook), os.environ.get("PYTHONPATH", "")]))
+    env = {**os.environ, "PATH": f"{OTTER.parent}{os.pathsep}{os.environ.get('PATH', '')}",
+           "XDG_CACHE_HOME": str(cache_home), "PYTHONPATH": python_path}
+    results = {}
+    for name in SUBMISSIONS:
+        folder = project / "otter" / name
+        folder.mkdir(parents=True)
+        submission = folder / "in" / "tiny.py"
+        submission.parent.mkdir()
+        shutil.copy(project / "submissions" / f"{name}.py", submission)
+        done = subprocess.run([str(OTTER), "run", "-a", str(zip_path), str(submission), "--no-logo"], cwd=folder,
+                              env=env, capture_output=True, text=True, timeout=600, check=False)
+        assert done.returncode == 0, f"otter run failed on {name}:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
+        results[name] = json.loads((folder / "results.json").read_text())
+    return results
+
+
+@pytest.mark.parametrize("name", sorted(SUBMISSIONS))
+def test_otter_run_on_the_zip_gives_the_same_scores(otter_results, graded, name):
+    results = otter_results[name]
+    tests = [t for t in results["tests"] if t.get("name") != "Public Tests"]
+    expected = SUBMISSIONS[name][2]
+    assert [t["score"] for t in tests] == [expected[c["id"]] for c in graded[name]["checks"]]
+    assert results["score"] == sum(expected.values()) == graded[name]["score"]
+
+
+@pytest.mark.parametrize("name, line", [("correct", "Visible checks: 3 / 3"), ("wrong_value", "[FAIL] area.value (0/1)"),
+                                        ("crash", "[FAIL] runs.no_errors (0/1)")])
+def test_grader_check_prints_the_same_verdicts(project, graded, monkeypatch, capsys, name, line):
+    monkeypatch.setattr(grader.cli.main, "user_cache_dir", lambda: project / "results" / ".grader-cache")
+    path = project / "submissions" / f"{name}.py"
+    assert grader.cli.main.main(["check", str(path), "--root", str(project), "--assignment", "tiny"]) == 0
+    output = capsys.readouterr().out
+    assert line in output
+    expected = SUBMISSIONS[name][2]
+    assert f"Visible checks: {sum(expected.values()):g} / 3" in output
+
+
+# ---- grader new ------------------------------------------------------------------------------------------
+
+def _digest(folder: Path) -> str:
+    digest = hashlib.sha256()
+    for path in sorted(folder.rglob("*")):
+        if path.is_file() and "__pycache__" not in path.parts:
+            digest.update(str(path.relative_to(folder)).encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()
+
+
+def test_a_new_lesson_builds_and_grades_its_solution_at_full_marks(tmp_path, capsys):
+    before = _digest(PACKAGE_DIR)
+    assert grader.cli.main.main(["new", "demo", "--root", str(tmp_path)]) == 0
+    assert sorted(p.name for p in (tmp_path / "assignments" / "demo").iterdir()) == [
+        "assignment.toml", "checks.py", "oracle.py", "scenario_setup.py"]
+    solution = (tmp_path / "solutions" / "demo.py").read_text()
+    assert "# BEGIN EXERCISE gradient" in solution and "# END EXERCISE gradient" in solution
+    assert grader.cli.main.main(["build", "demo", "--root", str(tmp_path)]) == 0
+    starter = (tmp_path / "student_templates" / "demo.py").read_text()
+    assert "gradient = ...  # TODO: compute gradient" in starter and "jax.grad(loss)(x)" not in starter
+    submissions = tmp_path / "submissions"
+    submissions.mkdir()
+    shutil.copy(tmp_path / "solutions" / "demo.py", submissions / "solution.py")
+    shutil.copy(tmp_path / "student_templates" / "demo.py", submissions / "starter.py")
+    capsys.readouterr()
+    # The only assignment under the root: inferred.
+    assert grader.cli.main.main(["grade", str(submissions), "--root", str(tmp_path), "--workers", "2"]) == 0
+    records = {p.stem: json.loads(p.read_text()) for p in (tmp_path / "results").glob("*.json")}
+    solved = records["solution"]
+    assert solved["status"] == "graded" and solved["score"] == solved["max_score"] == 10, solved["checks"]
+    assert set(solved["runs"]) == {"baseline", "variant"}
+    assert records["starter"]["score"] < 10               # the untouched starter does not pass
+    assert _digest(PACKAGE_DIR) == before, "grader new, build or grade changed a file of grader/"
+
+
+def test_new_refuses_to_overwrite_a_lesson_or_take_a_bad_name(tmp_path, capsys):
+    assert grader.cli.main.main(["new", "demo", "--root", str(tmp_path)]) == 0
+    checks = tmp_path / "assignments" / "demo" / "checks.py"
+    checks.write_text("# the instructor's own work\n")
+    assert grader.cli.main.main(["new", "demo", "--root", str(tmp_path)]) == 2
+    assert "already exists" in capsys.readouterr().err
+    assert checks.read_text() == "# the instructor's own work\n"
+    (tmp_path / "solutions" / "other.py").write_text("x = 1\n")
+    assert grader.cli.main.main(["new", "other", "--root", str(tmp_path)]) == 2
+    assert not (tmp_path / "assignments" / "other").exists()
+    for name in ("../escape", "a b", ".hidden", ""):
+        assert grader.cli.main.main(["new", name, "--root", str(tmp_path)]) == 2
+    assert sorted(p.name for p in (tmp_path / "assignments").iterdir()) == ["demo"]
+
+
+@pytest.mark.parametrize("argv", [["grade", "{root}/submissions"], ["check", "{root}/submissions/a.py"], ["build"]])
+def test_commands_refuse_to_guess_between_several_assignments(tmp_path, capsys, argv):
+    for lesson in ("alpha", "beta"):
+        new_lesson(lesson, tmp_path)
+    (tmp_path / "submissions").mkdir()
+    (tmp_path / "submissions" / "a.py").write_text("x = 1\n")
+    args = [part.format(root=tmp_path) for part in argv] + ["--root", str(tmp_path)]
+    assert grader.cli.main.main(args) == 2
+    error = capsys.readouterr().err
+    assert "several assignments" in error and "alpha" in error and "beta" in error
+    assert ("grader build ID" if argv[0] == "build" else "--assignment ID") in error
+    assert not (tmp_path / "results").exists() and not (tmp_path / "build").exists()
+
+
+def test_commands_on_a_project_without_assignments_say_how_to_make_one(tmp_path, capsys):
+    (tmp_path / "assignments").mkdir()
+    assert grader.cli.main.main(["build", "--root", str(tmp_path)]) == 2
+    assert "grader new" in capsys.readouterr().err
