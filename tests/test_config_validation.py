@@ -77,10 +77,13 @@ BROKEN = {
     "missing oracle function": (lambda root: edit(root, "oracle.py", "def build(", "def make_oracle("),
                                 [f"assignments/{LESSON}/oracle.py: no function build", "build(seed, facts, scenario)",
                                  "define it"]),
-    "check function missing from checks.py": (toml('function = "no_statement_failed"', 'function = "no_statement_fails"'),
-                                              [TOML, "[[checks]] runs.no_errors: function = 'no_statement_fails'",
-                                               "checks.py has no such function", "did you mean 'no_statement_failed'",
-                                               "define def no_statement_fails(run, oracle, settings)"]),
+    "check function missing from checks.py": (toml('function = "remat_saves_fewer"', 'function = "remat_saves_less"'),
+                                              [TOML, "function = 'remat_saves_less'",
+                                               "checks.py has no such function", "did you mean 'remat_saves_fewer'",
+                                               "define def remat_saves_less(run, oracle, settings)"]),
+    "unknown builtin check": (toml('function = "builtin:ran_to_the_end"', 'function = "builtin:ran_to_end"'),
+                              [TOML, "function = 'builtin:ran_to_end'", "the framework has no such builtin check",
+                               "builtin:ran_to_the_end"]),
     "negative points": (toml("points = 3\n", "points = -1\n"),
                         [TOML, "[[checks]] runs.no_errors: points = -1: points must be a number >= 0", "set it to"]),
     "points not a number": (toml("points = 3\n", 'points = "3"\n'),
@@ -155,7 +158,8 @@ def test_every_problem_is_reported_at_once(tmp_path):
 
 def test_the_real_assignments_load_cleanly():
     assert load(LESSON, ROOT).max_score == 100
-    assert load("tiny", ROOT / "tests" / "fixtures" / "tiny_project").max_score == 1
+    tiny = load("tiny", ROOT / "tests" / "fixtures" / "tiny_project")
+    assert tiny.max_score == sum(group["points"] for group in tiny.groups.values()) == 3
 
 
 # ---- the command --------------------------------------------------------------------------------------

@@ -229,8 +229,11 @@ def _check_problems(checks: list, groups: dict, scenarios: dict, contract: list[
         elif needs != ["*"]:
             problems += [f"{where}: needs {n!r}, which is not in [assignment] contract; add it to the contract "
                          f"or fix the name{_spelling(n, contract)}" for n in needs if n not in contract]
-        if "function" in check and not (isinstance(check["function"], str) and check["function"].isidentifier()):
-            problems.append(f"{where}: function = {check['function']!r}: must be the name of a function in checks.py")
+        function = check.get("function")
+        name = function[len(BUILTIN_PREFIX):] if isinstance(function, str) and function.startswith(BUILTIN_PREFIX) else function
+        if "function" in check and not (isinstance(name, str) and name.isidentifier()):
+            problems.append(f"{where}: function = {function!r}: must be the name of a function in checks.py "
+                            f"(or {BUILTIN_PREFIX}<name> for one of the framework's)")
     problems += [f"[[checks]] id = {check_id!r} is used by {count} checks: each check needs its own id; rename one"
                  for check_id, count in seen.items() if count > 1]
     for group, info in groups.items():
