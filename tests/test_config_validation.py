@@ -188,6 +188,7 @@ def test_validate_and_grade_refuse_a_broken_config(tmp_path):
     assert not out.exists() or not list(out.glob("*.json"))        # refused before grading anyone
 
 
+@pytest.mark.slow
 def test_validate_reports_a_check_that_fails_the_reference(tmp_path):
     """The trial grading: a check with a bug of its own, and one that the reference solution fails."""
     root = copy_project(tmp_path)

@@ -105,6 +105,7 @@ def reference_records(tmp_path_factory) -> list[dict]:
     return [record_from_json(path.read_text()) for path in sorted(out.glob("*.json"))]   # as written on disk
 
 
+@pytest.mark.slow
 def test_records_written_for_real_submissions_match_the_types(reference_records):
     by_file = {record["file"]: record for record in reference_records}
     assert set(by_file) == {"reference.py", "empty.py", "broken.ipynb"}

@@ -111,6 +111,7 @@ def otter_results(project, graded) -> dict[str, dict]:
     return results
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(SUBMISSIONS))
 def test_otter_run_on_the_zip_gives_the_same_scores(otter_results, graded, name):
     results = otter_results[name]

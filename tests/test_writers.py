@@ -178,6 +178,7 @@ def test_reference_facts_are_read_from_the_cache(tmp_path, assignment, no_jax):
     assert facts == FACTS and len(no_jax) == 1
 
 
+@pytest.mark.slow
 def test_batch_rerun_reuses_records_unless_regrade(tmp_path, assignment, warmed_out, no_jax):
     folder, out = tmp_path / "submissions", warmed_out
     folder.mkdir()
@@ -218,6 +219,7 @@ def test_batch_rerun_reuses_records_unless_regrade(tmp_path, assignment, warmed_
     assert leftovers == []
 
 
+@pytest.mark.slow
 def test_batch_regrades_when_the_record_on_disk_is_stale_or_torn(tmp_path, assignment, warmed_out, no_jax):
     folder, out = tmp_path / "submissions", warmed_out
     folder.mkdir()
