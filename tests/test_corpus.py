@@ -24,6 +24,7 @@ adding its folder: nothing here names a case or an assignment.
 from __future__ import annotations
 
 import csv
+import functools
 import json
 import os
 import re
@@ -79,13 +80,7 @@ class Graded:
 @pytest.fixture(scope="module")
 def batches(tmp_path_factory, reference_cache) -> Callable[[str], Graded]:
     """Assignment id -> its graded corpus, graded on first use and kept for the module."""
-    done: dict[str, Graded] = {}
-
-    def graded(assignment_id: str) -> Graded:
-        if assignment_id not in done:
-            done[assignment_id] = grade_corpus(assignment_id, tmp_path_factory, reference_cache)
-        return done[assignment_id]
-    return graded
+    return functools.cache(lambda assignment_id: grade_corpus(assignment_id, tmp_path_factory, reference_cache))
 
 
 def grade_corpus(assignment_id: str, tmp_path_factory: pytest.TempPathFactory, reference_cache) -> Graded:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import ast
 import csv
+import functools
 import hashlib
 import json
 import os
@@ -114,13 +115,7 @@ def file_name(text: str) -> bytes | None:
 @pytest.fixture(scope="module")
 def batches(tmp_path_factory, reference_cache) -> Callable[[str], Batch]:
     """Assignment id -> its threats graded in one batch, on first use, kept for the module."""
-    done: dict[str, Batch] = {}
-
-    def batch(assignment_id: str) -> Batch:
-        if assignment_id not in done:
-            done[assignment_id] = grade_threats(assignment_id, tmp_path_factory, reference_cache)
-        return done[assignment_id]
-    return batch
+    return functools.cache(lambda assignment_id: grade_threats(assignment_id, tmp_path_factory, reference_cache))
 
 
 def grade_threats(assignment_id: str, tmp_path_factory: pytest.TempPathFactory, reference_cache) -> Batch:
