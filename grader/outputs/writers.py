@@ -7,7 +7,7 @@ import io
 import json
 from pathlib import Path
 
-from grader.common.files import atomic_write  # noqa: F401  (re-exported for writers' callers)
+from grader.common.files import atomic_write
 from grader.common.markdown import fence, md_block, md_line
 from grader.intake.discovery import safe_filename
 from grader.lms.canvas import Roster, canvas_csv, column_header, late
