@@ -100,6 +100,8 @@ BROKEN = {
                                 [TOML, "[limits] wall_seconds = '30': must be a number > 0", "without quotes"]),
     "whole-number limit given a fraction": (toml("max_processes = 256", "max_processes = 2.5"),
                                             [TOML, "[limits] max_processes = 2.5: must be a whole number > 0"]),
+    "negative waiting allowance": (toml("cpu_wait_allowance_seconds = 60", "cpu_wait_allowance_seconds = -5"),
+                                   [TOML, "[limits] cpu_wait_allowance_seconds = -5: must be a number >= 0"]),
     "unknown check group": (toml('group = "hvp"', 'group = "hvps"'),
                             [TOML, "[[checks]] hvp.shape_and_finite: group = 'hvps': no such group", "did you mean 'hvp'"]),
     "group points that do not add up": (toml("runs = { points = 5,", "runs = { points = 6,"),

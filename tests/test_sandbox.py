@@ -14,10 +14,12 @@ import os
 import signal
 import textwrap
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 import pytest
+from busy_machine import busy_machine
 from live_processes import processes_with
 
 from grader.model.job import Job, new_job
@@ -28,6 +30,8 @@ from grader.sandbox.process import Limits, run_job
 
 FAST = Limits(wall_seconds=8, soft_seconds=3, statement_grace_seconds=1, cpu_seconds=20,
               output_keep_bytes=64 * 1024, value_max_bytes=256 * 1024)
+# For the tests that time a limit itself: no time is added for waiting on a busy machine.
+EXACT = replace(FAST, cpu_wait_allowance_seconds=0)
 
 
 def job(source: str, contract, probes_source: str = "", setup_source: str = "", setup_calls=(), limits: Limits = FAST) -> Job:
@@ -220,7 +224,7 @@ def test_infinite_loop_is_interrupted_at_the_soft_limit_and_the_file_goes_on():
         except Exception:
             caught = True
         last = 3
-    """, ["before", "after", "caught", "last"])
+    """, ["before", "after", "caught", "last"], limits=EXACT)
     elapsed = time.monotonic() - started
     assert snap.ending == "completed" and snap.soft_limit_hit
     assert statement_at(snap, 2).status == "timeout"
@@ -231,7 +235,7 @@ def test_infinite_loop_is_interrupted_at_the_soft_limit_and_the_file_goes_on():
 
 
 def test_loop_that_ignores_sigalrm_is_killed_at_the_wall_limit():
-    limits = Limits(wall_seconds=3, soft_seconds=1, statement_grace_seconds=1, cpu_seconds=20, output_keep_bytes=4096)
+    limits = replace(EXACT, wall_seconds=3, soft_seconds=1, output_keep_bytes=4096)
     started = time.monotonic()
     snap, raw = run("""
         kept = 'yes'
@@ -246,6 +250,54 @@ def test_loop_that_ignores_sigalrm_is_killed_at_the_wall_limit():
     assert snap.values == {"kept": "yes"}
     assert raw.returncode == -signal.SIGKILL
     assert limits.wall_seconds <= elapsed < limits.wall_seconds + 3
+
+
+NEEDS_ONE_CPU_SECOND = """
+    import time
+    def work():
+        started = time.process_time()
+        while time.process_time() - started < 1.0:
+            pass
+        return True
+    done = work()
+"""
+
+
+def test_a_run_kept_waiting_by_a_busy_machine_is_not_timed_out():
+    """One CPU second of work under soft/wall limits of 2 and 3 s, on a machine three times oversubscribed.
+
+    Without the allowance the same run is interrupted (so the machine really was too busy to fit the limits);
+    with it, the time the run waited for a CPU is added to both limits and it completes."""
+    strict = replace(EXACT, soft_seconds=2, wall_seconds=3)
+    with busy_machine():
+        interrupted, _ = run(NEEDS_ONE_CPU_SECOND, ["done"], limits=strict)
+        snap, raw = run(NEEDS_ONE_CPU_SECOND, ["done"], limits=replace(strict, cpu_wait_allowance_seconds=60))
+    assert "done" not in interrupted.values, "the machine was not busy enough for this test to mean anything"
+    assert snap.values.get("done") is True, (snap.ending, raw.seconds, raw.cpu_wait_allowance_seconds)
+    assert snap.ending == "completed" and not snap.soft_limit_hit
+    assert raw.seconds > strict.soft_seconds   # it did need more wall time than the limits give on their own
+
+
+def test_a_run_that_never_ends_is_killed_at_its_limit_plus_at_most_the_allowance():
+    """Busy processes of its own and an ignored soft limit: the wall limit, stretched by no more than the time the
+    run is found to have waited (itself capped), still ends it. On a quiet machine that is nothing at all: the run
+    had the CPUs, its processes only queued behind each other (the arithmetic: test_busy_machine.py)."""
+    limits = replace(EXACT, wall_seconds=3, soft_seconds=1, cpu_wait_allowance_seconds=5, output_keep_bytes=4096)
+    started = time.monotonic()
+    snap, raw = run(f"""
+        import os, signal
+        signal.signal(signal.SIGALRM, signal.SIG_IGN)
+        for _ in range({3 * (os.cpu_count() or 1)}):
+            if os.fork() == 0:
+                while True:
+                    pass
+        while True:
+            pass
+    """, [], limits=limits)
+    elapsed = time.monotonic() - started
+    assert snap.ending == "killed_wall"
+    assert 0 <= raw.cpu_wait_allowance_seconds <= limits.cpu_wait_allowance_seconds
+    assert elapsed < limits.wall_seconds + raw.cpu_wait_allowance_seconds + 4
 
 
 def test_huge_output_keeps_head_and_tail_and_counts_every_byte():
@@ -298,6 +350,21 @@ def test_memory_and_file_size_limits_fail_the_statement_not_the_run():
     assert statement_at(snap, 1).status == "error" and statement_at(snap, 1).error["type"] == "MemoryError"
     assert statement_at(snap, 2).status == "error" and statement_at(snap, 2).error["type"] in ("OSError", "IOError")
     assert snap.values == {"ok": 1}
+
+
+def test_a_run_holds_no_directory_handle():
+    """The fork server's supervisor keeps a handle on its /proc (to measure CPU waits); the run must not inherit it."""
+    snap, _ = run("""
+        import os, stat
+        handles = []
+        for fd in map(int, os.listdir('/proc/self/fd')):
+            try:
+                if stat.S_ISDIR(os.fstat(fd).st_mode):
+                    handles.append(os.readlink(f'/proc/self/fd/{fd}'))
+            except OSError:
+                pass
+    """, ["handles"])
+    assert snap.values["handles"] == []
 
 
 def test_garbage_on_the_data_channel_keeps_what_came_before():

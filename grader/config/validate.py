@@ -248,13 +248,18 @@ def _check_problems(checks: list, groups: dict, scenarios: dict, contract: list[
     return problems
 
 
+MAY_BE_ZERO = {"cpu_wait_allowance_seconds"}   # 0 turns the allowance off
+
+
 def _limit_problems(limits: dict) -> list[str]:
     known = {f.name: f.type for f in fields(Limits)}
     problems = _unknown_keys(limits, known, "[limits]")
     for name, value in limits.items():
         whole = known.get(name) in (int, "int")
-        if name in known and (not _number(value) or value <= 0 or (whole and not isinstance(value, int))):
-            kind = "a whole number > 0" if whole else "a number > 0"
+        zero_ok = name in MAY_BE_ZERO
+        too_small = _number(value) and (value < 0 if zero_ok else value <= 0)
+        if name in known and (not _number(value) or too_small or (whole and not isinstance(value, int))):
+            kind = ("a whole number" if whole else "a number") + (" >= 0" if zero_ok else " > 0")
             problems.append(f"[limits] {name} = {value!r}: must be {kind}; write it without quotes, "
                             f"e.g. {name} = {getattr(Limits(), name)}")
     soft, wall = limits.get("soft_seconds", Limits.soft_seconds), limits.get("wall_seconds", Limits.wall_seconds)

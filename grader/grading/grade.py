@@ -156,7 +156,8 @@ def run_summary(snapshot: Snapshot) -> RunSummary:
     return {"seed": snapshot.seed, "ending": snapshot.ending, "seconds": snapshot.seconds,
             "statements": len(snapshot.statements), "failed_statements": len(snapshot.failed_statements),
             "returncode": snapshot.returncode, "output_bytes": snapshot.output_bytes,
-            "cpu_seconds": snapshot.cpu_seconds, "max_rss_bytes": snapshot.max_rss_bytes}
+            "cpu_seconds": snapshot.cpu_seconds, "max_rss_bytes": snapshot.max_rss_bytes,
+            "cpu_wait_allowance_seconds": snapshot.cpu_wait_allowance_seconds}
 
 
 def _output(snapshot: Snapshot) -> OutputExcerpt:
@@ -183,8 +184,8 @@ def run_messages(assignment: Assignment, scenario: str, snap: Snapshot, baseline
         messages.append(f"{run}, your file called sys.exit({snap.exit_code!r}) at {where(snap.exit_line, snap.exit_cell)}; "
                         "statements after it did not run.")
     elif snap.ending == "killed_wall":
-        messages.append(f"{run}, your file hit the {limits.wall_seconds:g} s time limit and was stopped; "
-                        "values computed before that were kept.")
+        messages.append(f"{run}, your file hit the {limits.wall_seconds:g} s time limit{_waited(snap)} and was "
+                        "stopped; values computed before that were kept.")
     elif snap.ending == "exited_early":
         messages.append(f"{run}, {_early_exit_reason(snap, limits)}; values computed before that were kept.")
     memory_errors = [s for s in snap.failed_statements if s.error and s.error["type"] == "MemoryError"]
@@ -222,6 +223,12 @@ def evidence_note(snap: Snapshot) -> str:
     if not evidence.installed:
         return f"the grader could not record how values were computed ({evidence.problem}); values were graded alone."
     return f"recording how values were computed ran into trouble ({evidence.problem}); values were graded alone where needed."
+
+
+def _waited(snap: Snapshot) -> str:
+    """The time added to the wall limit because the machine kept the run waiting for a CPU, when there was any."""
+    waited = snap.cpu_wait_allowance_seconds
+    return f" (plus {waited:.1f} s it spent waiting for a busy CPU, which does not count)" if waited >= 0.1 else ""
 
 
 def _early_exit_reason(snap: Snapshot, limits) -> str:

@@ -23,6 +23,7 @@ class Job(TypedDict):
     probes_source: str
     soft_seconds: float
     statement_grace_seconds: float
+    cpu_wait_allowance_seconds: NotRequired[float]   # the soft limit is stretched by run-queue waits up to this
     value_max_bytes: int
     cells: NotRequired[list[JobCell] | None]   # a notebook's code cells, run one by one
     file_b64: NotRequired[str]             # the submitted file's bytes (for code that reads its own file)
@@ -50,6 +51,7 @@ def new_job(source: str, filename: str, contract: Sequence[str], limits: Limits,
         "probes_source": probes_source,
         "soft_seconds": limits.soft_seconds,
         "statement_grace_seconds": limits.statement_grace_seconds,
+        "cpu_wait_allowance_seconds": limits.cpu_wait_allowance_seconds,
         "value_max_bytes": limits.value_max_bytes,
         "notebook": filename.lower().endswith(".ipynb"),
     }

@@ -10,6 +10,7 @@ class Limits:
     wall_seconds: float = 30
     soft_seconds: float = 20
     statement_grace_seconds: float = 2
+    cpu_wait_allowance_seconds: float = 60   # time waiting for a CPU others held, added to the limits up to this
     cpu_seconds: int = 60
     memory_bytes: int = 2 * 1024**3
     file_size_bytes: int = 64 * 1024**2

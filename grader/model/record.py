@@ -36,6 +36,7 @@ class RunSummary(TypedDict):
     output_bytes: int
     cpu_seconds: float | None
     max_rss_bytes: int | None
+    cpu_wait_allowance_seconds: NotRequired[float]   # added to the wall limit: time it waited for a CPU others held
 
 
 class OutputExcerpt(TypedDict):

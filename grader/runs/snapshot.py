@@ -207,6 +207,7 @@ class Snapshot:
     seconds: float = 0.0
     cpu_seconds: float | None = None      # where the runner measures them (the fork server)
     max_rss_bytes: int | None = None
+    cpu_wait_allowance_seconds: float = 0.0   # added to the wall limit for time the run waited for a CPU
     memory_limit_hit: bool = False        # the run's cgroup refused it memory or killed it for that
     isolation: str = ""
 
@@ -242,7 +243,7 @@ def build_snapshot(raw: RawRun, scenario: str, seed: int | None) -> Snapshot:
                     output_tail=raw.output_tail.decode("utf-8", "replace"),
                     channel_problem=raw.channel_problem, seconds=raw.seconds, isolation=raw.isolation,
                     cpu_seconds=raw.cpu_seconds, max_rss_bytes=raw.max_rss_bytes,
-                    memory_limit_hit=raw.memory_limit_hit)
+                    cpu_wait_allowance_seconds=raw.cpu_wait_allowance_seconds, memory_limit_hit=raw.memory_limit_hit)
     done = None
     for frame in raw.frames:
         try:

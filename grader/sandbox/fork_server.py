@@ -60,7 +60,7 @@ CACHE = "/grader-compile-cache"      # the warmed compilation cache, read-only, 
 CGROUPS = "/grader-cgroup"           # the batch's cgroups, seen by the supervisors only (a run unmounts it)
 CAPABILITIES = ("CAP_SYS_ADMIN", "CAP_SETUID", "CAP_SETGID", "CAP_CHOWN", "CAP_DAC_OVERRIDE", "CAP_FOWNER")
 START_SECONDS = 120
-WALL_GRACE_SECONDS = 10              # the supervisor kills at the wall limit; this is the backstop
+WALL_GRACE_SECONDS = 10              # the supervisor kills at the (stretched) wall limit; this is the backstop
 FD_NAMES = ("job", "output", "channel", "status", "control")
 
 
@@ -248,7 +248,9 @@ class ForkServer:
         workdir = f"/tmp/grader-run-{secrets.token_hex(6)}"
         group = self._tree.run_group(limits) if self._tree is not None else None
         request = {"uid": uid, "workdir": workdir, "environment": child_environment(Path(workdir)),
-                   "limits": {"wall_seconds": limits.wall_seconds, "cpu_seconds": int(limits.cpu_seconds),
+                   "limits": {"wall_seconds": limits.wall_seconds,
+                              "cpu_wait_allowance_seconds": limits.cpu_wait_allowance_seconds,
+                              "cpu_seconds": int(limits.cpu_seconds),
                               "memory_bytes": limits.memory_bytes, "file_size_bytes": limits.file_size_bytes,
                               "max_processes": limits.max_processes, "scratch_bytes": limits.scratch_bytes,
                               "rlimits": limits.rlimits()}}
@@ -282,7 +284,8 @@ class ForkServer:
                 raw.killed_at_wall_limit = True
                 server_failed = True
 
-            pump(ours["output"], ours["channel"], limits, raw, started + limits.wall_seconds + WALL_GRACE_SECONDS,
+            backstop = started + limits.wall_seconds + limits.cpu_wait_allowance_seconds + WALL_GRACE_SECONDS
+            pump(ours["output"], ours["channel"], limits, raw, lambda: backstop - time.monotonic(),
                  has_exited=lambda: not reader.is_alive(), at_deadline=wedged, control_fd=ours["control"])
             reader.join(timeout=1)
         finally:
@@ -302,6 +305,9 @@ class ForkServer:
         raw.returncode = status.get("returncode")
         raw.killed_at_wall_limit = raw.killed_at_wall_limit or bool(status.get("killed_at_wall_limit"))
         raw.cpu_seconds = status.get("cpu_seconds")
+        allowance = status.get("cpu_wait_allowance_seconds")
+        if isinstance(allowance, (int, float)) and 0 <= allowance <= limits.cpu_wait_allowance_seconds:
+            raw.cpu_wait_allowance_seconds = float(allowance)
         if raw.max_rss_bytes is None:
             raw.max_rss_bytes = status.get("max_rss_bytes")
         return raw, server_failed

@@ -4,7 +4,8 @@ The parent never runs student code. It starts the harness (grader/child/, copied
 temporary directory) in a new session with a scrubbed environment, sets resource limits on the child
 before handing it the job, then pumps two pipes without blocking: the combined stdout/stderr (only a
 head and a tail are kept, however much is written) and the data channel (length-prefixed JSON frames,
-size-capped). The whole process group is killed at the hard wall-clock limit and again at the end.
+size-capped). The whole process group is killed at the hard wall-clock limit and again at the end. That limit
+does not count time the run waited for a CPU other work held (child/cpu_wait.py), up to the configured allowance.
 
 `grader.sandbox.isolation` chooses how the child is isolated (a pid namespace where possible) and wraps the
 command line; every result records its description.
@@ -33,6 +34,7 @@ from pathlib import Path
 from grader.model.job import Job
 from grader.model.limits import Limits
 from grader.sandbox.cgroups import CgroupTree, RunCgroup
+from grader.sandbox.child.cpu_wait import StretchedDeadline, tree_usage
 from grader.sandbox.isolation import RUNTIME_NAME, UIDS, Isolation, strongest_available
 from grader.sandbox.seccomp import describe as seccomp_description
 from grader.sandbox.seccomp import filter_program
@@ -59,6 +61,7 @@ class RawRun:
     seconds: float = 0.0
     isolation: str = ""
     cpu_seconds: float | None = None       # measured where the runner can (the fork server)
+    cpu_wait_allowance_seconds: float = 0.0  # added to the wall limit: time the run waited for a CPU others held
     max_rss_bytes: int | None = None
     control: bytes = b""                   # the harness's set-up report, on a pipe closed before student code
     memory_limit_hit: bool = False         # the run's cgroup refused memory or killed for it
@@ -242,7 +245,7 @@ def run_job(job: Job, limits: Limits, isolation: Isolation | None = None, python
         program = filter_program() if own_uid else None
         _send_job(process, {**job, "channel_fd": channel_fd, "control_fd": control_fd,
                             "seccomp": base64.b64encode(program).decode("ascii") if program else None})
-        _pump(process, read_fd, control_read, limits, raw, started)
+        _pump(process, read_fd, control_read, limits, raw)
     except OSError as error:   # the sandbox could not start the run: the grader's failure, retried by the caller
         raw.grader_failure = f"{type(error).__name__}: {error}"
     finally:
@@ -295,23 +298,27 @@ def _send_job(process: subprocess.Popen, job: Job) -> None:
         pass  # the child is already gone; the pump will see it
 
 
-def _pump(process: subprocess.Popen, channel_fd: int, control_fd: int, limits: Limits, raw: RawRun,
-          started: float) -> None:
+def _pump(process: subprocess.Popen, channel_fd: int, control_fd: int, limits: Limits, raw: RawRun) -> None:
+    wall = StretchedDeadline(limits.wall_seconds, limits.cpu_wait_allowance_seconds, lambda: tree_usage(process.pid))
+
     def wall_limit() -> None:
         raw.killed_at_wall_limit = True
         kill_group(process.pid)
 
     assert process.stdout is not None, "the harness is started with stdout=PIPE"
-    pump(process.stdout.fileno(), channel_fd, limits, raw, started + limits.wall_seconds,
-         has_exited=lambda: process.poll() is not None, at_deadline=wall_limit, control_fd=control_fd)
+    try:
+        pump(process.stdout.fileno(), channel_fd, limits, raw, wall.remaining,
+             has_exited=lambda: process.poll() is not None, at_deadline=wall_limit, control_fd=control_fd)
+    finally:
+        raw.cpu_wait_allowance_seconds = round(wall.allowance, 3)
 
 
 CONTROL_MAX_BYTES = 4096
 
 
-def pump(out_fd: int, channel_fd: int, limits: Limits, raw: RawRun, deadline: float,
+def pump(out_fd: int, channel_fd: int, limits: Limits, raw: RawRun, time_left: Callable[[], float],
          has_exited: Callable[[], bool], at_deadline: Callable[[], None], control_fd: int | None = None) -> None:
-    """Drain output, channel and control pipe until the child ends (or the deadline), never blocking on any."""
+    """Drain output, channel and control pipe until the child ends (or `time_left()` reaches 0), never blocking."""
     output = OutputKeeper(limits.output_keep_bytes)
     frames = FrameReader(limits.channel_max_bytes, limits.channel_max_objects)
     control = bytearray()
@@ -321,7 +328,7 @@ def pump(out_fd: int, channel_fd: int, limits: Limits, raw: RawRun, deadline: fl
     exited_at = None
     while open_fds:
         now = time.monotonic()
-        if now >= deadline:
+        if time_left() <= 0:
             at_deadline()
             break
         if exited_at is None and has_exited():

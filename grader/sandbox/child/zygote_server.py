@@ -180,8 +180,10 @@ def supervise(request, fds):
     status_fd = fds["status"]
     report = {"returncode": None, "killed_at_wall_limit": False}
     try:
+        from cpu_wait import StretchedDeadline, open_proc, tree_usage  # beside this file, preloaded by main()
         signal.signal(signal.SIGCHLD, signal.SIG_DFL)
         isolate_supervisor(request)
+        proc = open_proc()   # this namespace's /proc, still readable after the run mounts its own over it
         pid = os.fork()
         if pid == 0:
             try:
@@ -192,12 +194,14 @@ def supervise(request, fds):
             os._exit(SETUP_FAILED)
         for fd in (fds["job"], fds["output"], fds["channel"], fds["control"]):
             os.close(fd)
-        deadline = time.monotonic() + request["limits"]["wall_seconds"]
+        limits = request["limits"]
+        wall = StretchedDeadline(limits["wall_seconds"], limits.get("cpu_wait_allowance_seconds", 0),
+                                 lambda: tree_usage(pid, proc))
         while True:
             done, status = os.waitpid(pid, os.WNOHANG)
             if done:
                 break
-            if time.monotonic() >= deadline:
+            if wall.remaining() <= 0:
                 os.kill(pid, signal.SIGKILL)     # pid 1 of the namespace: everything in it dies too
                 report["killed_at_wall_limit"] = True
                 _, status = os.waitpid(pid, 0)
@@ -206,6 +210,7 @@ def supervise(request, fds):
         report["returncode"] = -os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status)
         usage = resource.getrusage(resource.RUSAGE_CHILDREN)
         report["cpu_seconds"] = round(usage.ru_utime + usage.ru_stime, 3)
+        report["cpu_wait_allowance_seconds"] = round(wall.allowance, 3)
         report["max_rss_bytes"] = usage.ru_maxrss * 1024
     except BaseException as error:
         report["error"] = f"{type(error).__name__}: {error}"
@@ -217,7 +222,7 @@ def supervise(request, fds):
 
 FD_NAMES = ("job", "output", "channel", "status", "control")
 PRELOAD = ("numpy", "numpy.testing", "jax", "jax.numpy", "jax.ad_checkpoint", "concurrent.futures", "encoding", "recorder",
-           "harness")
+           "harness", "cpu_wait")
 
 
 def serve(sock):

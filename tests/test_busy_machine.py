@@ -1,0 +1,125 @@
+"""Time limits do not count time a run waited for a CPU that other work held (grader/sandbox/child/cpu_wait.py).
+
+A CI run with two test workers once timed out two honest files on the Gradescope path: the machine, not the
+student, was slow. The arithmetic of the allowance is tested here on a fake clock; the kernel's numbers on real
+processes; and the whole chain on the real lesson, graded on a machine kept busy on purpose. The sandbox's own
+tests (test_sandbox.py) check both runners: an honest run under load completes, a run that starves itself does not
+earn a second more."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+from busy_machine import busy_machine
+
+import grader.config.assignment
+from grader.grading.grade import grade, run_messages
+from grader.grading.reference import reference_facts
+from grader.intake.discovery import load_single
+from grader.runs.snapshot import Snapshot
+from grader.sandbox.child.cpu_wait import StretchedDeadline, Usage, allowance, open_proc, process_tree, tree_usage
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+class FakeClock:
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_the_allowance_is_the_wait_bounded_by_time_off_the_cpu_and_by_the_cap():
+    assert allowance(10.0, Usage(cpu_seconds=2.0, waited_seconds=7.0), cap=60) == 7.0
+    assert allowance(10.0, Usage(cpu_seconds=6.0, waited_seconds=7.0), cap=60) == 4.0   # it ran 6 of the 10 s
+    assert allowance(10.0, Usage(cpu_seconds=19.0, waited_seconds=9.0), cap=60) == 0.0  # its own processes had the CPUs
+    assert allowance(100.0, Usage(cpu_seconds=5.0, waited_seconds=90.0), cap=30) == 30.0
+    assert allowance(10.0, Usage(cpu_seconds=0.0, waited_seconds=0.0), cap=60) == 0.0   # asleep: nothing added
+
+
+def test_a_deadline_stretches_by_what_the_run_waited_and_no_further_than_the_cap():
+    clock = FakeClock()
+    usage = Usage(0.0, 0.0)
+    deadline = StretchedDeadline(20, 15, lambda: usage, clock=clock)
+    clock.now += 19
+    assert deadline.remaining() == pytest.approx(1)
+    usage = Usage(cpu_seconds=8.0, waited_seconds=12.0)        # measured only once the 20 s have passed
+    clock.now += 1
+    assert deadline.remaining() == pytest.approx(12) and deadline.allowance == pytest.approx(12)
+    clock.now += 12
+    usage = Usage(cpu_seconds=9.0, waited_seconds=40.0)
+    assert deadline.remaining() == pytest.approx(3)             # 15 s at most, however long it waited
+    clock.now += 3
+    assert deadline.remaining() <= 0
+
+
+def test_a_deadline_without_an_allowance_never_measures():
+    clock = FakeClock()
+
+    def measure() -> Usage:
+        raise AssertionError("measured although nothing can be added")
+
+    deadline = StretchedDeadline(5, 0, measure, clock=clock)
+    clock.now += 5
+    assert deadline.remaining() <= 0
+
+
+def test_a_deadline_counts_only_what_happened_after_it_was_set():
+    clock = FakeClock()
+    usage = Usage(cpu_seconds=3.0, waited_seconds=50.0)          # an interpreter that waited before the limit began
+    deadline = StretchedDeadline(10, 60, lambda: usage, clock=clock)
+    clock.now += 10
+    usage = Usage(cpu_seconds=5.0, waited_seconds=54.0)
+    assert deadline.allowance == 0 and deadline.remaining() == pytest.approx(4)
+
+
+def test_the_kernel_numbers_of_a_real_process_tree():
+    script = ("import os, time\npid = os.fork()\nt = time.process_time()\nwhile time.process_time() - t < 0.3: pass\n"
+              "time.sleep(30)")
+    with busy_machine(per_cpu=2):
+        parent = subprocess.Popen([sys.executable, "-c", script])
+        try:
+            time.sleep(2.0)
+            proc = open_proc()
+            tree = process_tree(parent.pid, proc)
+            usage = tree_usage(parent.pid)
+        finally:
+            parent.kill()
+            parent.wait()
+    assert len(tree) == 2 and tree[0] == parent.pid            # the process and its forked child
+    assert usage.cpu_seconds >= 0.5                              # both burned 0.3 s, in ticks of 10 ms
+    assert usage.waited_seconds > 0                              # among 2 busy processes per CPU, it queued
+
+
+def test_a_stretched_wall_limit_is_said_with_its_number():
+    assignment = grader.config.assignment.load("performance-05")
+    snapshot = Snapshot(scenario="baseline", seed=18, ending="killed_wall", cpu_wait_allowance_seconds=12.34)
+    [message] = [m for m in run_messages(assignment, "baseline", snapshot) if "time limit" in m]
+    assert "30 s time limit (plus 12.3 s it spent waiting for a busy CPU" in message
+    plain = Snapshot(scenario="baseline", seed=18, ending="killed_wall")
+    [message] = [m for m in run_messages(assignment, "baseline", plain) if "time limit" in m]
+    assert "30 s time limit and was stopped" in message
+
+
+@pytest.mark.slow
+def test_the_reference_keeps_full_marks_on_a_busy_machine_with_tight_limits(reference_cache, tmp_path):
+    """The real lesson in a fresh sandboxed interpreter (the Gradescope and `otter run` path) under limits it fits
+    alone, on a machine three times oversubscribed: it takes longer than its limits and keeps every point."""
+    assignment = grader.config.assignment.load("performance-05")
+    tight = replace(assignment, limits=replace(assignment.limits, soft_seconds=10, wall_seconds=12))
+    cache = reference_cache.seed(tmp_path / "out", "performance-05")
+    facts = reference_facts(assignment, cache)
+    submission = load_single(ROOT / "solutions" / "performance-05.py", assignment.submission_filename,
+                             assignment.max_submission_bytes)
+    with busy_machine():
+        record = grade(tight, submission, facts, variant_seed=4242)
+    runs = record["runs"]
+    assert record["score"] == record["max_score"], [c["feedback"] for c in record["checks"] if c["score"] < c["max_score"]]
+    assert max(run["seconds"] for run in runs.values()) > tight.limits.wall_seconds, runs   # it needed the allowance
+    assert any(run.get("cpu_wait_allowance_seconds", 0) > 0 for run in runs.values()), runs
