@@ -2,13 +2,14 @@
 
 On a busy machine (a batch's other runs, a CI job beside it, a shared Gradescope host) an honest run can take
 several times longer than alone. Its time limits are therefore stretched by the time the kernel says it waited
-in the run queue, up to a cap, so a student is never timed out by the grader's own load.
+in the run queue, up to a cap, so that load which is not the run's own does not time out an honest run.
 
 What counts as waiting, from the kernel's per-thread scheduler statistics (/proc/.../schedstat, nanoseconds on a
 CPU and waiting for one): the waits of all the run's threads together (JAX passes its work between several, so
 no single thread's wait is the time lost), but never more than the part of the elapsed time the run spent off the
 CPU altogether (elapsed - CPU time). That bound keeps a run that starves itself (hundreds of busy processes of its
-own) from earning anything: it had the CPUs, its threads only queued behind each other.
+own) from earning anything for it: while it had the CPUs, its threads only queued behind each other. (On a machine
+busy with other work it earns what an honest run would, up to the cap.)
 Where the statistics cannot be read, nothing is added and the limits are the configured ones.
 
 Plain standard library: the harness (the soft limit), the fork server's supervisor and the parent (the hard wall
