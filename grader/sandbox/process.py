@@ -299,7 +299,8 @@ def _send_job(process: subprocess.Popen, job: Job) -> None:
 
 
 def _pump(process: subprocess.Popen, channel_fd: int, control_fd: int, limits: Limits, raw: RawRun) -> None:
-    wall = StretchedDeadline(limits.wall_seconds, limits.cpu_wait_allowance_seconds, lambda: tree_usage(process.pid))
+    wall = StretchedDeadline(limits.wall_seconds, limits.cpu_wait_allowance_seconds, lambda: tree_usage(process.pid),
+                             from_zero=True)
 
     def wall_limit() -> None:
         raw.killed_at_wall_limit = True

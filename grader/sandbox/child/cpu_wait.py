@@ -147,15 +147,18 @@ def allowance(elapsed, usage, cap):
 
 
 class StretchedDeadline:
-    """`seconds` from now, plus the run's waiting allowance, re-measured only once the deadline has passed."""
+    """`seconds` from now, plus the run's waiting allowance, re-measured only once the deadline has passed.
 
-    def __init__(self, seconds, cap, measure: Callable[[], Usage], clock=time.monotonic):
+    `from_zero`: what `measure` reads was started with the deadline (a new process tree, whose kernel counters
+    begin at 0), so there is no baseline to read first: no /proc scan at the start of every run."""
+
+    def __init__(self, seconds, cap, measure: Callable[[], Usage], clock=time.monotonic, from_zero=False):
         self.clock = clock
         self.started = clock()
         self.seconds = seconds
         self.cap = cap
         self.measure = measure
-        self.baseline = measure() if cap > 0 else NOTHING
+        self.baseline = measure() if cap > 0 and not from_zero else NOTHING
         self.allowance = 0.0
         self.measured_at = self.started
 

@@ -196,7 +196,7 @@ def supervise(request, fds):
             os.close(fd)
         limits = request["limits"]
         wall = StretchedDeadline(limits["wall_seconds"], limits.get("cpu_wait_allowance_seconds", 0),
-                                 lambda: tree_usage(pid, proc))
+                                 lambda: tree_usage(pid, proc), from_zero=True)
         while True:
             done, status = os.waitpid(pid, os.WNOHANG)
             if done:
