@@ -37,3 +37,16 @@ def remove_torn_writes(out: Path) -> int:
             path.unlink(missing_ok=True)
             removed += 1
     return removed
+
+
+def write_if_changed(path: Path, data: str | bytes, mode: int | None = None) -> bool:
+    """`atomic_write` unless the file already holds exactly `data` (a re-run rewrites nothing it need not, and
+    pays no fsync for it); returns whether it wrote."""
+    encoded = data.encode("utf-8") if isinstance(data, str) else data
+    try:
+        if path.read_bytes() == encoded and (mode is None or path.stat().st_mode & 0o777 == mode):
+            return False
+    except OSError:
+        pass
+    atomic_write(path, encoded, mode)
+    return True

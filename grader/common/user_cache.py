@@ -1,12 +1,33 @@
-"""Where a user's own runs keep what they measured (reference facts, warmed compile cache), keyed by versions."""
+"""Where the grader keeps what outlives one command: the warm state (reference facts, compiled programs), images.
+
+One folder for every command of one user: `$GRADER_CACHE_DIR` when set (the `--cache-dir` option of `grade`,
+`check` and `validate` sets it, so child commands such as `otter run` inherit it), else
+`$XDG_CACHE_HOME/jax-course-grader`, else `~/.cache/jax-course-grader`.
+"""
 
 from __future__ import annotations
 
 import os
 from pathlib import Path
 
+CACHE_DIR_ENV = "GRADER_CACHE_DIR"
+
 
 def user_cache_dir() -> Path:
-    """`$XDG_CACHE_HOME/jax-course-grader` (else ~/.cache/...): shared by `grader check` and `otter run`."""
+    """The cache folder in force now (an absolute path: sandboxes bind it by path)."""
+    named = os.environ.get(CACHE_DIR_ENV)
+    if named:
+        return Path(named).expanduser().absolute()
     base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
-    return Path(base) / "jax-course-grader"
+    return Path(base).expanduser().absolute() / "jax-course-grader"
+
+
+def named_cache_dir() -> Path | None:
+    """The folder named by `$GRADER_CACHE_DIR` (or `--cache-dir`), None when nobody named one."""
+    named = os.environ.get(CACHE_DIR_ENV)
+    return Path(named).expanduser().absolute() if named else None
+
+
+def use_cache_dir(folder: Path) -> None:
+    """Make `folder` the cache for this process and every command it starts (what `--cache-dir` does)."""
+    os.environ[CACHE_DIR_ENV] = str(Path(folder).expanduser().absolute())
