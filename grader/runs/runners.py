@@ -1,30 +1,62 @@
-"""Choose how runs are started: the fork server where it can work, else a fresh sandboxed interpreter per run."""
+"""Choose how runs are started: the fork server where it can work, else a fresh sandboxed interpreter per run.
+
+The fork server imports JAX before it answers, about a second of CPU: `ServerStart` does that in the background,
+beside the warm-up's own runs, and callers wait for it only when their first run is due.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+import threading
+import time
+from collections.abc import Callable
 from pathlib import Path
 
-from grader.config.assignment import Assignment
-from grader.runs import compile_cache
 from grader.runs.jobs import Runner
 from grader.sandbox.fork_server import ForkServer, ForkServerError
 
 
-@contextmanager
-def fast_runner(assignment: Assignment, cache_root: Path, seeds: dict[str, int],
-                note: Callable[[str], None]) -> Iterator[Runner | None]:
-    """A started fork server's `run_job` (None: use `sandbox.run_job`), with the compilation cache warmed for
-    `seeds` (scenario -> seed) by trusted runs of the reference solution; the server is stopped on exit."""
-    try:
-        folder = compile_cache.warm(assignment, cache_root, seeds)
-        server = ForkServer(folder).start()
-    except ForkServerError as error:
-        note(f"Fast runs unavailable ({error}); each run starts its own sandboxed interpreter.")
-        yield None
-        return
-    try:
-        yield server.run_job
-    finally:
-        server.close()
+class ServerStart:
+    """A fork server starting in the background over `compile_cache` (a folder of compiled programs, or None)."""
+
+    def __init__(self, compile_cache: Path | None, note: Callable[[str], None],
+                 ready: Callable[[float], None] | None = None):
+        self._note = note
+        self._ready = ready
+        self._server: ForkServer | None = None
+        self._lock = threading.Lock()
+        self._thread = threading.Thread(target=self._start, args=(compile_cache,), name="fork-server-start", daemon=True)
+        self._thread.start()
+
+    def _start(self, compile_cache: Path | None) -> None:
+        started = time.monotonic()
+        try:
+            server = ForkServer(compile_cache).start()
+        except ForkServerError as error:
+            self._note(f"Fast runs unavailable ({error}); each run starts its own sandboxed interpreter.")
+            return
+        except Exception as error:  # noqa: BLE001 -- whatever stops the server, fresh interpreters still grade
+            self._note(f"Fast runs unavailable ({type(error).__name__}: {error}); each run starts its own sandboxed "
+                       "interpreter.")
+            return
+        with self._lock:
+            self._server = server
+        if self._ready:
+            self._ready(time.monotonic() - started)
+
+    def runner(self) -> Runner | None:
+        """The started server's `run_job` (None: use `sandbox.run_job`); waits for the start to finish."""
+        self._thread.join()
+        return self._server.run_job if self._server else None
+
+    @property
+    def server(self) -> ForkServer | None:
+        self._thread.join()
+        return self._server
+
+    def close(self) -> None:
+        """Stop the server (after its start has finished: nothing is left running)."""
+        self._thread.join()
+        with self._lock:
+            server, self._server = self._server, None
+        if server is not None:
+            server.close()
