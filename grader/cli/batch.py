@@ -17,23 +17,18 @@ from pathlib import Path
 
 from grader import __version__
 from grader.common.environment import environment
-from grader.common.files import atomic_write, remove_torn_writes
+from grader.common.files import remove_torn_writes
 from grader.config.assignment import Assignment
 from grader.grading.grade import grade_one
-from grader.grading.reference import reference_facts, reference_figures
+from grader.grading.warm_state import WarmState
+from grader.grading.warm_up import WarmUp, warmed_up
 from grader.intake.discovery import Submission, discover
 from grader.lms.canvas import Roster
 from grader.model.record import Record, record_from_json
+from grader.outputs.batch_files import BatchFiles
 from grader.outputs.progress import Progress
-from grader.outputs.reports import write_reports
-from grader.outputs.writers import (
-    grades_csv,
-    result_path,
-    write_lms_outputs,
-    write_result,
-)
-from grader.runs.jobs import fresh_variant_seed, scenario_seed
-from grader.runs.runners import fast_runner
+from grader.outputs.writers import result_path
+from grader.runs.jobs import Runner, fresh_variant_seed, scenario_seed
 
 
 @dataclass
@@ -62,7 +57,8 @@ def previous_record(out: Path, submission: Submission, assignment: Assignment) -
 
 def grade_folder(assignment: Assignment, folder: Path, out: Path, workers: int | None = None, regrade: bool = False,
                  variant_seed: int | None = None, progress: Progress | Callable[[str], None] | None = None,
-                 roster: Path | None = None) -> BatchResult:
+                 roster: Path | None = None, cache: Path | None = None) -> BatchResult:
+    """`cache`: the cache folder holding the warm state (default: the user's, grader/common/user_cache.py)."""
     started = time.monotonic()
     folder, out = Path(folder).absolute(), Path(out).absolute()   # sandboxes bind these by path: never relative
     progress = progress if isinstance(progress, Progress) else (Progress.lines(progress) if progress else Progress())
@@ -80,31 +76,59 @@ def grade_folder(assignment: Assignment, folder: Path, out: Path, workers: int |
             result.reused += 1
         else:
             pending.append(submission)
+    to_grade = f"{len(pending)} to grade (variant seed {seed})" if pending else "nothing to grade"
     progress.note(f"{len(submissions)} submission(s) in {folder}; {result.reused} unchanged since the last run, "
-                  f"{len(pending)} to grade (variant seed {seed}).")
-    seeds = {name: scenario_seed(assignment, scenario, seed) for name, scenario in assignment.scenarios.items()}
-    cache = out / ".grader-cache"
-    figures = None
-    if pending:
-        facts = reference_facts(assignment, cache)
-        with fast_runner(assignment, cache, seeds, progress.note) as runner:
-            figures = reference_figures(assignment, cache, seeds, runner)
-            workers = max(1, workers or os.cpu_count() or 1)
-            progress.start(len(pending))
-            with ThreadPoolExecutor(max_workers=workers) as pool:
-                futures = {pool.submit(grade_one, assignment, s, facts, seed, runner): s for s in pending}
-                for future in as_completed(futures):
-                    record = future.result()
-                    write_result(out, record)
-                    result.records.append(record)
-                    progress.advance(record)
-            progress.finish()
-    atomic_write(out / "grades.csv", grades_csv(result.records, list(assignment.groups)))
-    # LMS files: OUT/gradescope/<id>.json, OUT/final_grades.csv (otter), OUT/canvas.csv (roster: a Canvas export)
-    result.warnings = write_lms_outputs(out, result.records, assignment, Roster.load(roster) if roster else None)
-    # HTML: OUT/report.html for the instructor, OUT/<id>.feedback.html per student (figure beside the reference's)
-    figures = figures if figures is not None else reference_figures(assignment, cache, seeds)
-    write_reports(out, result.records, assignment, figures,
-                  {"variant_seed": seed, "seconds": time.monotonic() - started, "environment": environment()})
+                  f"{to_grade}.")
+    seeds = seed_map(assignment, seed)
+    warm: WarmUp | None = None
+
+    def figures_for(record_seed: int) -> dict:
+        """The reference's figures in a record's world: this batch's from its warm-up, others' from the warm state."""
+        if warm is not None and record_seed == seed:
+            return warm.figures()
+        return WarmState(assignment, cache).figures(seed_map(assignment, record_seed))
+
+    files = BatchFiles(out, assignment, figures_for)
+    for record in result.records:
+        files.reused(record)
+    if any(not s.problem for s in pending):   # something will run: warm up first (a file that cannot run needs none)
+        progress.stage("Warming up")
+        with warmed_up(assignment, seeds, progress.note, cache, steps=progress.note) as warm:
+            result.records += _grade(assignment, pending, warm.facts, seed, warm.runner, workers, progress, files, warm)
+            warm.figures()   # a warm-up that failed after the last record is still the batch's failure
+    elif pending:
+        result.records += _grade(assignment, pending, {}, seed, None, workers, progress, files, None)
+    # LMS files: OUT/gradescope/<id>.json, OUT/final_grades.csv (otter), OUT/canvas.csv (roster: a Canvas export);
+    # HTML: OUT/report.html for the instructor (the students' pages are written above, as their records came)
+    result.warnings = files.finish(result.records, Roster.load(roster) if roster else None,
+                                   {"variant_seed": seed, "seconds": time.monotonic() - started,
+                                    "environment": environment()})
     result.seconds = time.monotonic() - started
     return result
+
+
+def seed_map(assignment: Assignment, variant_seed: int) -> dict[str, int]:
+    """Scenario -> the seed it runs with in a batch whose variant seed is `variant_seed`."""
+    return {name: scenario_seed(assignment, scenario, variant_seed) for name, scenario in assignment.scenarios.items()}
+
+
+def _grade(assignment: Assignment, pending: list[Submission], facts: dict, seed: int, runner: Runner | None,
+           workers: int | None, progress: Progress, files: BatchFiles, warm: WarmUp | None) -> list[Record]:
+    """Grade `pending` in parallel; each record's files are written as it arrives. A warm-up that fails meanwhile
+    (the reference did not run cleanly in the variant world) stops the batch before any later record is written."""
+    records = []
+    progress.start(len(pending))
+    with ThreadPoolExecutor(max_workers=max(1, workers or os.cpu_count() or 1)) as pool:
+        futures = {pool.submit(grade_one, assignment, s, facts, seed, runner): s for s in pending}
+        for future in as_completed(futures):
+            failure = warm.failure() if warm else None
+            if failure is not None:
+                pool.shutdown(wait=False, cancel_futures=True)
+                progress.finish()
+                raise failure
+            record = future.result()
+            files.graded(record)
+            records.append(record)
+            progress.advance(record)
+    progress.finish()
+    return records

@@ -18,6 +18,7 @@ from grader.authoring.build import BuildError, build
 from grader.authoring.new_lesson import NewLessonError, new_lesson
 from grader.cli.batch import grade_folder
 from grader.cli.trial import trial_grading
+from grader.common.user_cache import CACHE_DIR_ENV, use_cache_dir
 from grader.config.assignment import ConfigError, available, find_root, load
 from grader.outputs.summary import summary_table
 from grader.student.terminal import add_check_arguments, check_command
@@ -37,10 +38,12 @@ def main(argv: list[str] | None = None) -> int:
     grade_cmd.add_argument("--regrade", action="store_true", help="grade again even where an up-to-date result exists")
     grade_cmd.add_argument("--variant-seed", type=int, default=None, help="fix the variant scenario's seed (default: random)")
     grade_cmd.add_argument("--roster", type=Path, help="a Canvas gradebook export (CSV) whose students fill canvas.csv")
+    grade_cmd.add_argument("--cache-dir", type=Path, help=CACHE_HELP)
 
     check_cmd = commands.add_parser("check", help="grade one file and print its visible feedback (exit 0 at full marks)")
     add_check_arguments(check_cmd)
     check_cmd.add_argument("--root", type=Path, help=ROOT_HELP)
+    check_cmd.add_argument("--cache-dir", type=Path, help=CACHE_HELP)
 
     build_cmd = commands.add_parser("build", help="render the student starters (.py and .ipynb) from the reference solution")
     build_cmd.add_argument("assignment", nargs="?", help=ASSIGNMENT_HELP)
@@ -59,8 +62,11 @@ def main(argv: list[str] | None = None) -> int:
     validate_cmd.add_argument("assignment", nargs="?",
                               help="assignment id, or the path of an assignment folder (default: the only one under assignments/)")
     validate_cmd.add_argument("--root", type=Path, help="project root holding assignments/ (default: found from the current folder)")
+    validate_cmd.add_argument("--cache-dir", type=Path, help=CACHE_HELP)
 
     args = parser.parse_args(argv)
+    if getattr(args, "cache_dir", None):
+        use_cache_dir(args.cache_dir)     # for this command and every command it starts
     if args.command == "new":
         return _new(args)
     try:
@@ -83,6 +89,8 @@ def main(argv: list[str] | None = None) -> int:
 ASSIGNMENT_HELP = ("assignment id, or the path of its folder assignments/<id>/ "
                    "(default: the only assignment under <root>/assignments/)")
 ROOT_HELP = "project root holding assignments/ (default: found from the current folder)"
+CACHE_HELP = (f"folder for the warm state kept between commands: reference facts, compiled programs (default: "
+              f"${CACHE_DIR_ENV} when set, else the user's cache folder, ~/.cache/jax-course-grader)")
 NAMED_BY = {"grade": "--assignment ID", "check": "--assignment ID", "build": "`grader build ID`"}
 
 

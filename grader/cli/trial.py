@@ -6,18 +6,20 @@ from __future__ import annotations
 
 import sys
 import traceback
+from collections.abc import Callable
+from contextlib import ExitStack
+from pathlib import Path
 
-from grader.common.user_cache import user_cache_dir
 from grader.config.assignment import Assignment, ConfigError
 from grader.grading.grade import grade
-from grader.grading.reference import reference_facts
+from grader.grading.warm_up import warmed_up
 from grader.intake.discovery import load_single
 from grader.model.record import Record
-from grader.runs.jobs import fresh_variant_seed
-from grader.runs.runners import fast_runner
+from grader.runs.jobs import fresh_variant_seed, scenario_seed
 
 
-def trial_problems(assignment: Assignment) -> tuple[list[str], Record | None]:
+def trial_problems(assignment: Assignment, note: Callable[[str], None] = lambda text: None,
+                   cache: Path | None = None) -> tuple[list[str], Record | None]:
     """What keeps the reference solution from full marks (empty when it scores them), and its record."""
     solution = assignment.solution_path
     if not solution.is_file():
@@ -25,21 +27,22 @@ def trial_problems(assignment: Assignment) -> tuple[list[str], Record | None]:
         missing = (f"{shown}: [assignment] solution = {assignment.config['assignment']['solution']!r}: no such file "
                    f"under {assignment.root}; write the reference solution there or fix the path")
         return [missing], None
-    try:
-        facts = reference_facts(assignment, user_cache_dir())
-    except ConfigError as error:
-        return [f"measuring the reference solution failed: {error}"], None
     submission = load_single(solution, assignment.submission_filename, assignment.max_submission_bytes)
-    seeds = {"baseline": assignment.lesson_seed}
-    try:
-        with fast_runner(assignment, user_cache_dir(), seeds, lambda note: None) as runner:
-            record = grade(assignment, submission, facts, fresh_variant_seed(assignment), runner)
-    except ConfigError as error:
-        return [f"running the reference solution failed: {error}"], None
-    except Exception:  # noqa: BLE001 -- the oracle or framework failed on the reference: every student would see it
-        failed = ("grading the reference solution raised an error (every student would get 'the grader failed'):\n"
-                  + traceback.format_exc(limit=8))
-        return [failed], None
+    variant_seed = fresh_variant_seed(assignment)
+    seeds = {name: scenario_seed(assignment, scenario, variant_seed) for name, scenario in assignment.scenarios.items()}
+    with ExitStack() as stack:
+        try:
+            warm = stack.enter_context(warmed_up(assignment, seeds, note, cache, warm_fresh_seeds=False, steps=note))
+        except ConfigError as error:
+            return [f"measuring the reference solution failed: {error}"], None
+        try:
+            record = grade(assignment, submission, warm.facts, variant_seed, warm.runner)
+        except ConfigError as error:
+            return [f"running the reference solution failed: {error}"], None
+        except Exception:  # noqa: BLE001 -- the oracle or framework failed on the reference: every student would see it
+            failed = ("grading the reference solution raised an error (every student would get 'the grader failed'):\n"
+                      + traceback.format_exc(limit=8))
+            return [failed], None
     problems = []
     if record["status"] != "graded":
         problems.append(f"the reference solution was not graded: {'; '.join(record['messages'][:2])}")
@@ -59,7 +62,7 @@ def trial_grading(assignment: Assignment) -> int:
     """Print OK or every problem; the exit status of `grader validate` (0 ready, 1 not)."""
     print(f"{assignment.id}: configuration valid ({len(assignment.checks)} checks, {assignment.max_score:g} points); "
           f"trial grading of {assignment.solution_path.name} ...")
-    problems, record = trial_problems(assignment)
+    problems, record = trial_problems(assignment, lambda text: print(f"  {text}", flush=True))
     if problems:
         print(f"FAILED: the reference solution does not score full marks ({len(problems)} problem(s)):", file=sys.stderr)
         for problem in problems:

@@ -7,8 +7,8 @@ import hook that `python -m grader.lms.otter_runner install-hook` installs). Sho
 the runner was not installed: grading in otter's kernel would let student code rewrite its own score, so the
 plugin stops with a clear message (otter then writes a results.json saying so) instead.
 
-`python -m grader.lms.otter_plugin warm AUTOGRADER_DIR` (setup.sh) measures the reference facts once, at image
-build time.
+`python -m grader.lms.otter_plugin warm AUTOGRADER_DIR` (setup.sh) measures the reference facts and compiles the
+lesson's programs once, at image build time (the warm state, grader/grading/warm_state.py, in source/.grader-cache).
 """
 
 from __future__ import annotations
@@ -21,11 +21,12 @@ from typing import Any
 from otter.plugins import AbstractOtterPlugin
 from otter.run.run_autograder.utils import OtterRuntimeError
 
+from grader.grading.warm_state import WarmState
 from grader.lms.otter_runner import (
-    CACHE_FOLDER,
     PLUGIN_NAME,
     load_assignment,
     plugin_settings,
+    warm_cache,
 )
 
 __all__ = ["PLUGIN_NAME", "SandboxedGrader", "warm_reference_cache"]
@@ -38,13 +39,15 @@ class SandboxedGrader(AbstractOtterPlugin):
 
 
 def warm_reference_cache(autograder_dir: str | Path) -> None:
-    """Measure the reference facts once at image build time (setup.sh), so each submission skips it."""
+    """Measure the reference facts and compile the lesson's programs once at image build time (setup.sh), so
+    each submission skips both."""
     source = Path(autograder_dir) / "source"
     settings = plugin_settings(json.loads((source / "otter_config.json").read_text()))
     if settings is None:
         raise SystemExit(f"{source / 'otter_config.json'} does not configure {PLUGIN_NAME}")
-    assignment, _ = load_assignment(source, settings.get("assignment"))
-    print(f"reference facts for {assignment.id} cached in {source / CACHE_FOLDER}")
+    cache = warm_cache(source, otter_run=False)
+    assignment, _ = load_assignment(source, settings.get("assignment"), cache)
+    print(f"reference facts for {assignment.id} cached in {WarmState(assignment, cache).folder}")
 
 
 if __name__ == "__main__":

@@ -24,6 +24,7 @@ import sys
 import sysconfig
 import time
 import traceback
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
@@ -31,10 +32,11 @@ from otter.run.run_autograder.runners.abstract_runner import AbstractLanguageRun
 from otter.run.run_autograder.utils import OtterRuntimeError, print_output
 from otter.test_files import GradingResults, TestCase, TestCaseResult, TestFile
 
-from grader.common.user_cache import user_cache_dir
+from grader.common.user_cache import named_cache_dir, user_cache_dir
 from grader.config.assignment import Assignment, load
 from grader.grading.grade import grade_one
 from grader.grading.reference import reference_facts
+from grader.grading.warm_up import warmed_up
 from grader.intake.discovery import Submission, load_submission_folder
 from grader.lms.gradescope import (
     OtterSettings,
@@ -44,7 +46,7 @@ from grader.lms.gradescope import (
 )
 from grader.model.record import CheckRecord, Record
 from grader.model.verdicts import passed
-from grader.runs.jobs import fresh_variant_seed
+from grader.runs.jobs import fresh_variant_seed, scenario_seed
 
 PLUGIN_NAME = "grader.lms.otter_plugin.SandboxedGrader"   # as otter_config.json names it
 CACHE_FOLDER = ".grader-cache"          # under <autograder>/source: reference facts, warmed by setup.sh
@@ -112,7 +114,13 @@ class SandboxedGradingResults(GradingResults):
 def load_assignment(root: Path, assignment_id: str | None, cache: Path | None = None) -> tuple[Assignment, dict]:
     """The assignment shipped in the zip and its reference facts (cached, by default under source/.grader-cache)."""
     assignment = load(assignment_id, root)
-    return assignment, reference_facts(assignment, cache or root / CACHE_FOLDER)
+    return assignment, reference_facts(assignment, cache or warm_cache(root, otter_run=False))
+
+
+def warm_cache(source: Path, otter_run: bool) -> Path:
+    """Where the warm state is kept: the folder named by `$GRADER_CACHE_DIR` when set; else, for `otter run`, the
+    user's cache folder, and on Gradescope source/.grader-cache (filled by setup.sh when the image is built)."""
+    return named_cache_dir() or (user_cache_dir() if otter_run else source / CACHE_FOLDER)
 
 
 class SandboxedRunner(AbstractLanguageRunner):
@@ -125,17 +133,25 @@ class SandboxedRunner(AbstractLanguageRunner):
         started = time.monotonic()
         settings = plugin_settings(self.ag_config) or {}
         source = Path("source").absolute()
-        cache = user_cache_dir() if getattr(self.ag_config, "otter_run", False) else source / CACHE_FOLDER
+        cache = warm_cache(source, getattr(self.ag_config, "otter_run", False))
         try:
-            assignment, facts = load_assignment(source, settings.get("assignment"), cache)
+            assignment = load(settings.get("assignment"), source)
         except Exception as error:  # a broken autograder: details to stdout (instructor only), plain words to students
-            print_output(f"grader: could not prepare the assignment: {error}")
-            raise OtterRuntimeError("The autograder could not prepare this assignment; "
-                                    "your instructor can see the details in the autograder output.") from None
+            raise _unprepared(error) from None
         seed = settings.get("variant_seed", getattr(self.ag_config, "seed", None))
         seed = int(seed) if seed is not None else fresh_variant_seed(assignment)
         submission = self.submission(assignment)
-        record = grade_one(assignment, submission, facts, seed)
+        if submission.problem:   # nothing will run: no warm-up
+            record = grade_one(assignment, submission, {}, seed)
+        else:
+            seeds = {name: scenario_seed(assignment, scenario, seed) for name, scenario in assignment.scenarios.items()}
+            with ExitStack() as stack:
+                try:
+                    warm = stack.enter_context(warmed_up(assignment, seeds, print_output, cache, warm_fresh_seeds=False,
+                                                         steps=print_output))
+                except Exception as error:  # the reference did not run: the autograder is broken, not the student
+                    raise _unprepared(error) from None
+                record = grade_one(assignment, submission, warm.facts, seed, warm.runner)
         Path("results/record.json").write_text(json.dumps(record, indent=2, default=str))   # for the instructor
         results = SandboxedGradingResults.from_record(record, time.monotonic() - started,
                                                       {spec.id: spec.title for spec in assignment.checks})
@@ -156,6 +172,13 @@ class SandboxedRunner(AbstractLanguageRunner):
         several, the assignment's file is graded and the others are noted."""
         return load_submission_folder(Path("submission").absolute(), assignment.submission_filename,
                                       assignment.max_submission_bytes)
+
+
+def _unprepared(error: BaseException) -> OtterRuntimeError:
+    """A broken autograder: the details to stdout (instructor only), plain words to the student."""
+    print_output(f"grader: could not prepare the assignment: {error}")
+    return OtterRuntimeError("The autograder could not prepare this assignment; "
+                             "your instructor can see the details in the autograder output.")
 
 
 def report(record: Record) -> str:

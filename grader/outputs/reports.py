@@ -12,6 +12,7 @@ after every record exists. A failure drawing one page becomes a short page sayin
 from __future__ import annotations
 
 import html
+import json
 import re
 import time
 from collections import Counter
@@ -244,36 +245,59 @@ def _fallback_page(title: str, problem: str) -> str:
             f"<p>{html.escape(problem)}</p></body></html>\n")
 
 
-def write_reports(out: Path, records: list[Record], assignment, reference_figures: dict | None,
-                  run_info: dict | None) -> list[Path]:
-    """Write OUT/report.html and OUT/<safe id>.feedback.html for every record; returns the paths written."""
-    started = time.monotonic()
-    out = Path(out)
-    run_info = run_info or {}
-    env = _environment()
-    cache = _figures().FigureCache()
-    reference_images: dict[str, tuple] = {}
-    written = []
-    student_template = env.get_template("feedback.html.j2")
-    for record in records:
-        path = out / feedback_page_name(record["submission"])
+class FeedbackPages:
+    """Writes students' pages one at a time (a batch writes each as its record arrives), sharing what was drawn:
+    each distinct figure and panel is drawn once, the reference's once per distinct figure."""
+
+    def __init__(self, out: Path, assignment):
+        self.out = Path(out)
+        self.assignment = assignment
+        self.template = _environment().get_template("feedback.html.j2")
+        self.cache = _figures().FigureCache()
+        self.reference_images: dict[str, dict[str, tuple]] = {}   # figure set (as JSON) -> scenario -> drawn
+
+    def write(self, record: Record, reference_figures: dict | None) -> Path:
+        path = self.out / feedback_page_name(record["submission"])
+        reference_figures = reference_figures or {}
+        drawn = self.reference_images.setdefault(_figure_set_key(reference_figures), {})
         try:
-            page = student_template.render(student_context(record, assignment, reference_figures or {}, cache,
-                                                           reference_images))
+            page = self.template.render(student_context(record, self.assignment, reference_figures, self.cache, drawn))
         except Exception as error:  # a report bug must not hide the student's grade or stop the batch
             page = _fallback_page(f"Feedback: {record.get('submission')}",
                                   f"This page could not be drawn ({type(error).__name__}: {error}); "
                                   f"the Markdown feedback next to it has everything.")
         atomic_write(path, page)
-        written.append(path)
-    path = out / "report.html"
+        return path
+
+
+def _figure_set_key(figures: dict) -> str:
     try:
-        context = class_context(records, assignment, run_info)
+        return json.dumps(figures, sort_keys=True, default=str)
+    except (TypeError, ValueError):
+        return str(id(figures))
+
+
+def write_class_report(out: Path, records: list[Record], assignment, run_info: dict | None,
+                       started: float | None = None) -> Path:
+    """Write OUT/report.html (a page saying what failed when it cannot be drawn)."""
+    started = time.monotonic() if started is None else started
+    path = Path(out) / "report.html"
+    try:
+        context = class_context(records, assignment, run_info or {})
         context["report_seconds"] = time.monotonic() - started
-        page = env.get_template("report.html.j2").render(context)
+        page = _environment().get_template("report.html.j2").render(context)
     except Exception as error:  # the grades and the other outputs are written already: say so, do not crash
         page = _fallback_page("Class report", f"The class report could not be drawn ({type(error).__name__}: "
                                               f"{error}); grades.csv and the per-student files are complete.")
     atomic_write(path, page)
-    written.append(path)
+    return path
+
+
+def write_reports(out: Path, records: list[Record], assignment, reference_figures: dict | None,
+                  run_info: dict | None) -> list[Path]:
+    """Write OUT/report.html and OUT/<safe id>.feedback.html for every record; returns the paths written."""
+    started = time.monotonic()
+    pages = FeedbackPages(out, assignment)
+    written = [pages.write(record, reference_figures) for record in records]
+    written.append(write_class_report(out, records, assignment, run_info, started))
     return written

@@ -7,7 +7,7 @@ import io
 import json
 from pathlib import Path
 
-from grader.common.files import atomic_write
+from grader.common.files import atomic_write, write_if_changed
 from grader.common.markdown import fence, md_block, md_line
 from grader.intake.discovery import safe_filename
 from grader.lms.canvas import Roster, canvas_csv, column_header, late
@@ -35,14 +35,15 @@ def gradescope_path(out: Path, submission_id: str) -> Path:
 def write_lms_outputs(out: Path, records: list[Record], assignment, roster: Roster | None = None) -> list[str]:
     """The LMS files: `gradescope/<id>.json` (Gradescope results.json), `final_grades.csv` (otter), `canvas.csv`
     (and `canvas-warnings.txt`). Returns the Canvas warnings (who matched no student, who has no submission)."""
-    for record in records:
-        atomic_write(gradescope_path(out, record["submission"]),
-                     json.dumps(results_json(record, settings=otter_settings(assignment), titles=check_titles(assignment)),
-                                indent=2, allow_nan=False) + "\n")
-    atomic_write(out / "final_grades.csv", final_grades_csv(records, [(c.id, c.points) for c in assignment.checks]))
+    settings, titles = otter_settings(assignment), check_titles(assignment)
+    for record in records:   # unchanged files are left alone: a re-run of a graded class rewrites (and syncs) none
+        write_if_changed(gradescope_path(out, record["submission"]),
+                         json.dumps(results_json(record, settings=settings, titles=titles), indent=2, allow_nan=False)
+                         + "\n")
+    write_if_changed(out / "final_grades.csv", final_grades_csv(records, [(c.id, c.points) for c in assignment.checks]))
     text, warnings = canvas_csv(records, column_header(assignment), assignment.max_score, roster)
-    atomic_write(out / "canvas.csv", text)
-    atomic_write(out / "canvas-warnings.txt", "".join(f"{w}\n" for w in warnings))
+    write_if_changed(out / "canvas.csv", text)
+    write_if_changed(out / "canvas-warnings.txt", "".join(f"{w}\n" for w in warnings))
     return warnings
 
 

@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import Any
 
 from grader.common.environment import environment
-from grader.common.user_cache import user_cache_dir
 from grader.config.assignment import Assignment, ConfigError, find_root, load
 from grader.config.bundle import Bundle, bundled_root, read_bundle
 from grader.grading.grade import grade
@@ -80,10 +79,14 @@ def facts_for(assignment: Assignment, bundle: Bundle | None) -> dict:
     if bundle is not None:
         names = assignment.config["assignment"].get("reference_facts", [])
         return {name: decode(bundle.facts[name]) for name in names}
+    require_solution(assignment)
+    return reference_facts(assignment)
+
+
+def require_solution(assignment: Assignment) -> None:
     if not assignment.solution_path.is_file():
         raise CheckError(f"{assignment.solution_path} is missing, so the reference facts cannot be measured: check with "
                          "the course's student bundle (grader build writes it beside the autograder zip)")
-    return reference_facts(assignment, user_cache_dir())
 
 
 def narrowed(assignment: Assignment, group: str | None) -> Assignment:
@@ -123,10 +126,16 @@ def run_check(path: Path, assignment: Assignment, bundle: Bundle | None, group: 
     if not path.is_file():
         raise CheckError(f"{path} is not a file")
     target = narrowed(assignment, group)
-    facts = facts_for(assignment, bundle)
+    if bundle is None:
+        require_solution(assignment)
     submission = load_single(path, assignment.submission_filename, assignment.max_submission_bytes)
-    with check_runner(target, bundle, note) as runner:
-        record = grade(target, submission, facts, fresh_variant_seed(assignment), runner)
+    variant_seed = fresh_variant_seed(assignment)
+    if submission.problem:   # nothing will run (an empty or unreadable file): no fork server, no reference facts
+        record = grade(target, submission, {}, variant_seed)
+    else:
+        with check_runner(target, bundle, note) as runner:   # the fork server starts while the facts are read
+            facts = facts_for(assignment, bundle)
+            record = grade(target, submission, facts, variant_seed, runner)
     visible = [c for c in record["checks"] if c["visibility"] == "visible"]
     groups: dict[str, dict[str, float]] = {}
     for check in visible:

@@ -1,0 +1,87 @@
+"""A batch's files, written as the batch goes: each record's files the moment it exists, the class files at the end.
+
+Per record: `<id>.json`, `<id>.feedback.md` and `<id>.feedback.html` (the page beside the reference's figure in the
+record's own variant world), written while the other submissions' runs go on, so the end of a batch only writes
+the class files. A record reused from an earlier run keeps the page that run wrote beside it; a missing or older
+page is drawn again. Class files a re-run would write unchanged are left alone.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from grader.common.code_digest import grader_code_digest
+from grader.common.files import atomic_write, write_if_changed
+from grader.lms.canvas import Roster
+from grader.model.record import Record
+from grader.outputs.reports import FeedbackPages, feedback_page_name, write_class_report
+from grader.outputs.writers import grades_csv, result_path, write_lms_outputs, write_result
+
+FiguresFor = Callable[[int], dict[str, Any]]   # a record's variant seed -> the reference's figures in its world
+REPORT_STAMP = ".report-inputs"                # what report.html was drawn from (a digest)
+
+
+def _report_inputs(records: list[Record], assignment) -> str:
+    ordered = sorted(json.dumps(record, sort_keys=True, default=str) for record in records)
+    material = json.dumps([getattr(assignment, "fingerprint", ""), grader_code_digest(), ordered])
+    return hashlib.sha256(material.encode()).hexdigest()
+
+
+class BatchFiles:
+    def __init__(self, out: Path, assignment, figures_for: FiguresFor):
+        self.out = Path(out)
+        self.assignment = assignment
+        self._figures_for = figures_for
+        self._figures: dict[int, dict[str, Any]] = {}
+        self._pages: FeedbackPages | None = None
+
+    def figures(self, seed: int) -> dict[str, Any]:
+        if seed not in self._figures:
+            self._figures[seed] = self._figures_for(seed)
+        return self._figures[seed]
+
+    def graded(self, record: Record) -> None:
+        """A record graded now: its JSON and Markdown (what grading rests on) first, then its page."""
+        write_result(self.out, record)
+        self._page(record)
+
+    def reused(self, record: Record) -> None:
+        """A record kept from an earlier run: its page is drawn again only when missing or older than it."""
+        page = self.out / feedback_page_name(record["submission"])
+        try:
+            if page.stat().st_mtime >= result_path(self.out, record["submission"]).stat().st_mtime:
+                return
+        except OSError:
+            pass
+        self._page(record)
+
+    def finish(self, records: list[Record], roster: Roster | None, run_info: dict[str, Any],
+               started: float | None = None) -> list[str]:
+        """grades.csv, the LMS files and report.html; returns the Canvas warnings."""
+        write_if_changed(self.out / "grades.csv", grades_csv(records, list(self.assignment.groups)))
+        warnings = write_lms_outputs(self.out, records, self.assignment, roster)
+        # The class report (and its charts) is drawn again only when a record changed: a re-run that graded nothing
+        # keeps the page the run that graded them wrote.
+        stamp = self.out / REPORT_STAMP
+        inputs = _report_inputs(records, self.assignment)
+        report = self.out / "report.html"
+        try:
+            unchanged = report.is_file() and stamp.read_text() == inputs
+        except OSError:
+            unchanged = False
+        if not unchanged:
+            write_class_report(self.out, records, self.assignment, run_info,
+                               started if started is not None else time.monotonic())
+            atomic_write(stamp, inputs)
+        return warnings
+
+    def _page(self, record: Record) -> None:
+        if self._pages is None:
+            self._pages = FeedbackPages(self.out, self.assignment)
+        seed = record.get("variant_seed")
+        self._pages.write(record, self.figures(seed) if isinstance(seed, int) else {})
