@@ -1,63 +1,21 @@
-"""Session-wide fixtures: each assignment's reference solution measured once, with its warmed compilation cache.
+"""Session-wide set-up: every test grades with the one warm state the grader keeps between commands.
 
-A batch keeps what it measured in `OUT/.grader-cache/` (reference facts and figures, compiled programs, warm
-markers). A fresh output folder would measure them again: a dozen seconds of JAX runs, paid by every test module
-that grades. `reference_cache.seed(out)` copies this session's measurement into `out` before the test grades, so
-the session pays once. Each output folder gets its own copy: what a batch adds (figures and warm markers for its
-variant seed) stays its own, and the measuring itself is still exercised, here, by the real code.
+The warm state (grader/grading/warm_state.py: each assignment's reference facts and figures, its compiled programs,
+the variant's per seed) lives in the cache folder `$GRADER_CACHE_DIR`. Set here for the whole run (unless the
+caller set it), it is shared by every test module, both pytest-xdist workers (whose first builder holds the part's
+lock while the other waits) and the commands the tests start (`grader`, `otter run`, the Gradescope entry point
+inherit the variable), and it outlives the run: a second run of unchanged code measures nothing. The warm state's
+key holds a digest of the grader's own files, so a run never trusts what other code measured.
+
+Tests of the warm state itself (building, corruption, concurrent builders) use folders of their own.
 """
 
 from __future__ import annotations
 
-import shutil
-from pathlib import Path
+import os
 
-import pytest
-
-import grader.config.assignment
-from grader.grading.reference import reference_facts, reference_figures
-from grader.runs import compile_cache
-from grader.runs.jobs import scenario_seed
-
-DEFAULT_ASSIGNMENT = "performance-05"
+from grader.common.user_cache import CACHE_DIR_ENV, user_cache_dir
 
 
-class ReferenceCache:
-    """Per assignment, a folder measured once per session; `seed` copies it to where a batch looks."""
-
-    def __init__(self, root: Path) -> None:
-        self.root = root
-        self.folders: dict[tuple[str, Path | None], Path] = {}
-
-    def folder(self, assignment_id: str = DEFAULT_ASSIGNMENT, root: Path | None = None) -> Path:
-        """`root`: the project holding the assignment (default: this one), as `grader.config.assignment.load` takes it."""
-        if (assignment_id, root) not in self.folders:
-            assignment = grader.config.assignment.load(assignment_id, root)
-            folder = self.root / f"{assignment_id}-{len(self.folders)}"
-            reference_facts(assignment, folder)   # the facts and the unseeded figures
-            # Scenarios without a fresh seed run with the lesson's seed in every batch: warm them now.
-            lesson = {name: assignment.lesson_seed for name, s in assignment.scenarios.items() if not s.fresh_seed}
-            compile_cache.warm(assignment, folder, lesson)
-            self.folders[(assignment_id, root)] = folder
-        return self.folders[(assignment_id, root)]
-
-    def seed(self, out: Path, assignment_id: str = DEFAULT_ASSIGNMENT, variant_seed: int | None = None,
-             root: Path | None = None) -> Path:
-        """Copy the measurement into `out/.grader-cache` (grade_folder's cache); return that folder.
-
-        With the `variant_seed` a test passes to grade_folder, the cache is also warmed, and the reference's
-        figures drawn, for that seed (once per session: several modules grade with the same fixed seed)."""
-        folder = self.folder(assignment_id, root)
-        if variant_seed is not None:
-            assignment = grader.config.assignment.load(assignment_id, root)
-            seeds = {name: scenario_seed(assignment, s, variant_seed) for name, s in assignment.scenarios.items()}
-            compile_cache.warm(assignment, folder, seeds)
-            reference_figures(assignment, folder, seeds)
-        target = Path(out) / ".grader-cache"
-        shutil.copytree(folder, target, symlinks=True, dirs_exist_ok=True)
-        return target
-
-
-@pytest.fixture(scope="session")
-def reference_cache(tmp_path_factory) -> ReferenceCache:
-    return ReferenceCache(tmp_path_factory.mktemp("reference-cache"))
+def pytest_configure(config) -> None:
+    os.environ[CACHE_DIR_ENV] = str(user_cache_dir())   # the variable, if set, or the user's cache: now explicit

@@ -28,8 +28,9 @@ import pytest
 from seeded_zip import SEED, with_seed
 
 from grader.cli.batch import grade_folder
-from grader.common.user_cache import user_cache_dir
+from grader.common.user_cache import CACHE_DIR_ENV
 from grader.config.assignment import load
+from grader.grading.warm_state import WarmState
 from grader.lms.autograder_zip import (
     PLUGIN_NAME,
     build_zip_bytes,
@@ -193,10 +194,9 @@ class _Canary:
         return (exec, (f"open({str(self.path)!r}, 'w').write('student code ran in otter')",))
 
 
-def _otter_run(built: Path, submission: Path, folder: Path, cache_home: Path) -> dict:
+def _otter_run(built: Path, submission: Path, folder: Path) -> dict:
     folder.mkdir()
-    env = {**os.environ, "PATH": f"{OTTER.parent}{os.pathsep}{os.environ.get('PATH', '')}",
-           "XDG_CACHE_HOME": str(cache_home)}
+    env = {**os.environ, "PATH": f"{OTTER.parent}{os.pathsep}{os.environ.get('PATH', '')}"}   # $GRADER_CACHE_DIR too
     done = subprocess.run([str(OTTER), "run", "-a", str(built), str(submission), "--no-logo", "-p"], cwd=folder,
                           env=env, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, f"otter run failed:\n{done.stdout[-4000:]}\n{done.stderr[-4000:]}"
@@ -205,7 +205,7 @@ def _otter_run(built: Path, submission: Path, folder: Path, cache_home: Path) ->
 
 
 @pytest.fixture(scope="module")
-def graded(assignment, built, tmp_path_factory, reference_cache):
+def graded(assignment, built, tmp_path_factory):
     if not OTTER.is_file():
         pytest.fail(f"{OTTER} not found: otter-grader is a dependency of the project")
     try:
@@ -218,7 +218,6 @@ def graded(assignment, built, tmp_path_factory, reference_cache):
     shutil.copy(assignment.solution_path, submissions / "reference.py")
     shutil.copy(MISTAKE, submissions / "forward_difference.py")
     out = work / "out"
-    reference_cache.seed(out, assignment.id, variant_seed=SEED)
     batch = grade_folder(assignment, submissions, out, variant_seed=SEED, progress=lambda line: None)
     seeded = with_seed(built, work / "seeded.zip")     # the same variant on both paths: messages compare equal
 
@@ -231,16 +230,13 @@ def graded(assignment, built, tmp_path_factory, reference_cache):
         archive.write(MISTAKE, assignment.submission_filename)
         archive.writestr(".OTTER_LOG", pickle.dumps(_Canary(markers["log"])))
         archive.writestr("otter/__init__.py", f"open({str(markers['shadow'])!r}, 'w').write('shadowed')\n")
-    # `otter run` keeps reference facts in the user cache under the same key: reuse the batch's measurement.
-    cache_home = work / "cache-home"
-    shutil.copytree(out / ".grader-cache", cache_home / user_cache_dir().name)
+    # `otter run` finds the batch's warm state (the session's $GRADER_CACHE_DIR) under the same key.
     return {
         "records": {r["submission"]: r for r in batch.records},
         "out": out,
-        "otter": {"reference": _otter_run(seeded, reference, work / "run-reference", cache_home),
-                  "forward_difference": _otter_run(seeded, mistake, work / "run-forward_difference", cache_home)},
+        "otter": {"reference": _otter_run(seeded, reference, work / "run-reference"),
+                  "forward_difference": _otter_run(seeded, mistake, work / "run-forward_difference")},
         "markers": markers,
-        "cache": cache_home / user_cache_dir().name,
         "sources": {"reference": assignment.solution_path.read_text(), "forward_difference": MISTAKE.read_text()},
     }
 
@@ -283,8 +279,10 @@ def test_otter_results_json_matches_grader_grade_gradescope_file(graded):
 
 
 @pytest.mark.slow
-def test_otter_run_reuses_the_reference_facts_of_the_same_assignment_and_versions(graded):
-    assert len(list(graded["cache"].glob("reference-*.json"))) == 1   # a different key would add a file
+def test_otter_run_reuses_the_warm_state_of_the_same_assignment_and_versions(assignment, graded):
+    entry = WarmState(assignment).folder
+    for run in graded["otter"].values():   # a different key would have measured the reference again
+        assert f"Warm-up: reference facts and compiled programs reused ({entry})" in run["stdout"]
 
 
 @pytest.mark.slow
@@ -332,13 +330,20 @@ def test_batch_writes_otter_and_canvas_csvs_that_read_back(assignment, graded):
 
 
 @pytest.mark.slow
-def test_setup_warms_the_reference_cache_of_the_extracted_zip(built, graded, tmp_path):
+def test_setup_warms_the_reference_cache_of_the_extracted_zip(assignment, built, graded, tmp_path):
+    """On Gradescope (no $GRADER_CACHE_DIR) setup.sh keeps the warm state in source/.grader-cache; one kept under
+    the same key is used as it is (here: the session's, copied there), never measured again."""
     source = tmp_path / "autograder" / "source"
     with zipfile.ZipFile(built) as archive:
         archive.extractall(source)
-    shutil.copytree(graded["out"] / ".grader-cache", source / ".grader-cache")   # same key: nothing to measure
+    entry = WarmState(assignment).folder
+    kept = source / ".grader-cache" / "warm" / entry.name
+    shutil.copytree(entry, kept, ignore=shutil.ignore_patterns("views", "locks", "staging", "seed-*"))
+    before = (kept / "reference.json").read_bytes()
+    env = {name: value for name, value in os.environ.items() if name != CACHE_DIR_ENV}
     done = subprocess.run([sys.executable, "-m", "grader.lms.otter_plugin", "warm", str(tmp_path / "autograder")],
-                          cwd="/", capture_output=True, text=True, timeout=300)
+                          cwd="/", env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
-    assert "reference facts for performance-05 cached" in done.stdout
-    assert len(list((source / ".grader-cache").glob("reference-*.json"))) == 1
+    assert f"reference facts for performance-05 cached in {kept}" in done.stdout
+    assert (kept / "reference.json").read_bytes() == before
+    assert [p.name for p in (source / ".grader-cache" / "warm").iterdir()] == [entry.name]

@@ -335,17 +335,16 @@ def test_unfinished_exercises_reads_student_files_tolerantly(assignment):
 # ---- grading the starter, the solution and the solution as a notebook ----------------------------------
 
 @pytest.fixture(scope="module")
-def graded(assignment, built, tmp_path_factory, reference_cache) -> dict:
+def graded(assignment, built, tmp_path_factory) -> dict:
     root = tmp_path_factory.mktemp("graded")
     submissions, out = root / "submissions", root / "results"
     submissions.mkdir()
     shutil.copy(built[".py"], submissions / "starter.py")
     shutil.copy(assignment.solution_path, submissions / "solution.py")
     (submissions / "solution_notebook.ipynb").write_text(render(assignment, scaffold=False).notebook)
-    reference_cache.seed(out, assignment.id)
     grader.cli.batch.grade_folder(assignment, submissions, out, workers=2, regrade=True)
     records = {path.stem: json.loads(path.read_text()) for path in out.glob("*.json")}
-    return {"records": records, "cache": out / ".grader-cache"}
+    return {"records": records}
 
 
 @pytest.mark.slow
@@ -377,7 +376,6 @@ def test_solution_py_and_notebook_get_the_same_full_marks(assignment, graded):
 
 @pytest.mark.slow
 def test_check_lists_the_unfinished_exercises_of_the_starter(graded, monkeypatch, capsys):
-    monkeypatch.setattr(grader.student.session, "user_cache_dir", lambda: graded["cache"])   # reuse the measured facts
     assert grader.cli.main.main(["check", str(COMMITTED / "performance-05.py")]) == 1     # 0 only at full marks
     output = capsys.readouterr().out
     line = next(line for line in output.splitlines() if line.startswith("note: Unfinished exercises"))

@@ -78,12 +78,12 @@ class Graded:
 
 
 @pytest.fixture(scope="module")
-def batches(tmp_path_factory, reference_cache) -> Callable[[str], Graded]:
+def batches(tmp_path_factory) -> Callable[[str], Graded]:
     """Assignment id -> its graded corpus, graded on first use and kept for the module."""
-    return functools.cache(lambda assignment_id: grade_corpus(assignment_id, tmp_path_factory, reference_cache))
+    return functools.cache(lambda assignment_id: grade_corpus(assignment_id, tmp_path_factory))
 
 
-def grade_corpus(assignment_id: str, tmp_path_factory: pytest.TempPathFactory, reference_cache) -> Graded:
+def grade_corpus(assignment_id: str, tmp_path_factory: pytest.TempPathFactory) -> Graded:
     corpus = CORPORA[assignment_id]
     root = tmp_path_factory.mktemp(f"corpus-{assignment_id}")
     submissions, out = root / "submissions", root / "results"
@@ -97,7 +97,6 @@ def grade_corpus(assignment_id: str, tmp_path_factory: pytest.TempPathFactory, r
         else:
             shutil.copy2(entry, target)
     assignment = grader.config.assignment.load(assignment_id, project_root(assignment_id))
-    reference_cache.seed(out, assignment_id, root=project_root(assignment_id))
     result = grader.cli.batch.grade_folder(assignment, submissions, out, workers=2, regrade=True)
     records: dict[str, list[dict]] = {}
     for path in sorted(out.glob("*.json")):           # what the grader wrote, not what it returned

@@ -27,7 +27,6 @@ import pytest
 from seeded_zip import SEED, with_seed  # noqa: E402
 
 from grader.cli.batch import grade_folder
-from grader.common.user_cache import user_cache_dir
 from grader.config.assignment import load
 from grader.lms.autograder_zip import PLUGIN_NAME, write_autograder_zip
 from grader.model.verdicts import ISOLATION_PREFIX
@@ -50,7 +49,7 @@ CASES = [
 ]
 
 
-def otter_run(zip_path: Path, entry: Path, work: Path, cache_home: Path) -> dict:
+def otter_run(zip_path: Path, entry: Path, work: Path) -> dict:
     """`otter run -a ZIP FILE`; a folder is handed over as a zip of its contents, as otter takes folders."""
     work.mkdir(parents=True)
     submission = entry
@@ -60,20 +59,18 @@ def otter_run(zip_path: Path, entry: Path, work: Path, cache_home: Path) -> dict
             for path in sorted(entry.rglob("*")):
                 if path.is_file():
                     archive.write(path, path.relative_to(entry).as_posix())
-    env = {**os.environ, "XDG_CACHE_HOME": str(cache_home),
-           "PATH": f"{OTTER.parent}{os.pathsep}{os.environ.get('PATH', '')}"}
+    env = {**os.environ, "PATH": f"{OTTER.parent}{os.pathsep}{os.environ.get('PATH', '')}"}   # $GRADER_CACHE_DIR too
     subprocess.run([str(OTTER), "run", "-a", str(zip_path), str(submission), "--no-logo"], cwd=work, env=env,
                    capture_output=True, text=True, timeout=900)
     return json.loads((work / "results.json").read_text())
 
 
-def gradescope_run(zip_path: Path, entry: Path, work: Path, grader_cache: Path) -> dict:
+def gradescope_run(zip_path: Path, entry: Path, work: Path) -> dict:
     """Gradescope's `/autograder` layout in a folder: source/ (the zip), submission/ (the files), results/."""
     for name in ("source", "submission", "results"):
         (work / name).mkdir(parents=True)
     with zipfile.ZipFile(zip_path) as archive:
         archive.extractall(work / "source")
-    shutil.copytree(grader_cache, work / "source" / ".grader-cache")   # what setup.sh measured
     if entry.is_dir():
         shutil.copytree(entry, work / "submission", dirs_exist_ok=True)
     else:
@@ -85,7 +82,7 @@ def gradescope_run(zip_path: Path, entry: Path, work: Path, grader_cache: Path) 
 
 
 @pytest.fixture(scope="module")
-def paths(tmp_path_factory, reference_cache):
+def paths(tmp_path_factory):
     assignment = load("performance-05")
     work = tmp_path_factory.mktemp("paths")
     submissions = work / "submissions"
@@ -94,17 +91,14 @@ def paths(tmp_path_factory, reference_cache):
         source = CORPUS / case
         (shutil.copytree if source.is_dir() else shutil.copy)(source, submissions / case)
     out = work / "out"
-    reference_cache.seed(out, assignment.id, variant_seed=SEED)
     batch = grade_folder(assignment, submissions, out, variant_seed=SEED, progress=lambda line: None)
     records = {record["file"].split("/")[0]: record for record in batch.records}
     zip_path = with_seed(write_autograder_zip(assignment, work / "build"), work / "seeded.zip")
-    cache_home = work / "cache-home"
-    shutil.copytree(out / ".grader-cache", cache_home / user_cache_dir().name)
 
     def both(case: str) -> tuple[str, dict, dict]:
         entry = submissions / case
-        return (case, otter_run(zip_path, entry, work / "otter" / case, cache_home),
-                gradescope_run(zip_path, entry, work / "gradescope" / case, out / ".grader-cache"))
+        return (case, otter_run(zip_path, entry, work / "otter" / case),
+                gradescope_run(zip_path, entry, work / "gradescope" / case))
 
     with ThreadPoolExecutor(max_workers=2) as pool:
         runs = {case: (otter, gradescope) for case, otter, gradescope in pool.map(both, CASES)}

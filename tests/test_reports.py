@@ -38,7 +38,7 @@ def assignment():
 
 
 @pytest.fixture(scope="module")
-def graded(tmp_path_factory, assignment, reference_cache):
+def graded(tmp_path_factory, assignment):
     """(records by case, reference figures, run_info) from one real batch."""
     root = tmp_path_factory.mktemp("reports")
     folder = root / "submissions"
@@ -46,7 +46,6 @@ def graded(tmp_path_factory, assignment, reference_cache):
     for case, name in CASES.items():
         shutil.copyfile(CORPUS / name, folder / f"{case}.py")
     out = root / "out"
-    reference_cache.seed(out, assignment.id, variant_seed=4242)
     result = grader.cli.batch.grade_folder(assignment, folder, out, workers=2, variant_seed=4242,
                                        progress=lambda line: None)
     records = {r["submission"]: r for r in result.records}
@@ -64,7 +63,7 @@ def _reference_figures(assignment, out: Path, reference_record: dict) -> dict:
     except ImportError:
         reference_figures = None
     if reference_figures is not None:
-        figures = reference_figures(assignment, out / ".grader-cache")
+        figures = reference_figures(assignment, seeds=grader.cli.batch.seed_map(assignment, 4242))   # as graded
         if figures:
             return figures
     return reference_record.get("figures") or {}

@@ -24,7 +24,6 @@ import grader.cli.main
 import grader.student.session
 from grader import PACKAGE_DIR
 from grader.authoring.new_lesson import new_lesson
-from grader.common.user_cache import user_cache_dir
 from grader.lms.otter_runner import install_hook
 
 TINY = Path(__file__).with_name("fixtures") / "tiny_project"
@@ -88,15 +87,13 @@ def otter_results(project, graded) -> dict[str, dict]:
     build = project / "build-out"
     assert grader.cli.main.main(["build", "tiny", "--root", str(project), "--out", str(build)]) == 0
     zip_path = build / "tiny-autograder.zip"
-    cache_home = project / "cache-home"      # the reference facts the batch measured, as otter's user cache
-    shutil.copytree(project / "results" / ".grader-cache", cache_home / user_cache_dir().name)
     # otter finds our runner through the import hook scripts/install puts in site-packages; this checkout's own
     # hook goes first on the path, so a hook left there by an older install cannot stand in for it.
     (project / "hook").mkdir()
     hook = install_hook(project / "hook").parent
     python_path = os.pathsep.join(filter(None, [str(hook), os.environ.get("PYTHONPATH", "")]))
     env = {**os.environ, "PATH": f"{OTTER.parent}{os.pathsep}{os.environ.get('PATH', '')}",
-           "XDG_CACHE_HOME": str(cache_home), "PYTHONPATH": python_path}
+           "PYTHONPATH": python_path}   # and $GRADER_CACHE_DIR: the batch's warm state
     results = {}
     for name in SUBMISSIONS:
         folder = project / "otter" / name
@@ -124,7 +121,6 @@ def test_otter_run_on_the_zip_gives_the_same_scores(otter_results, graded, name)
 @pytest.mark.parametrize("name, line", [("correct", "Visible checks: 3 / 3"), ("wrong_value", "[FAIL] area.value (0/1)"),
                                         ("crash", "[FAIL] runs.no_errors (0/1)")])
 def test_grader_check_prints_the_same_verdicts(project, graded, monkeypatch, capsys, name, line):
-    monkeypatch.setattr(grader.student.session, "user_cache_dir", lambda: project / "results" / ".grader-cache")
     path = project / "submissions" / f"{name}.py"
     expected = SUBMISSIONS[name][2]
     full_marks = sum(expected.values()) == 3

@@ -113,12 +113,12 @@ def file_name(text: str) -> bytes | None:
 
 
 @pytest.fixture(scope="module")
-def batches(tmp_path_factory, reference_cache) -> Callable[[str], Batch]:
+def batches(tmp_path_factory) -> Callable[[str], Batch]:
     """Assignment id -> its threats graded in one batch, on first use, kept for the module."""
-    return functools.cache(lambda assignment_id: grade_threats(assignment_id, tmp_path_factory, reference_cache))
+    return functools.cache(lambda assignment_id: grade_threats(assignment_id, tmp_path_factory))
 
 
-def grade_threats(assignment_id: str, tmp_path_factory: pytest.TempPathFactory, reference_cache) -> Batch:
+def grade_threats(assignment_id: str, tmp_path_factory: pytest.TempPathFactory) -> Batch:
     threats = THREATS[assignment_id]
     root = tmp_path_factory.mktemp(f"threats-{assignment_id}")
     submissions, out = root / "submissions", root / "results"
@@ -140,7 +140,6 @@ def grade_threats(assignment_id: str, tmp_path_factory: pytest.TempPathFactory, 
         expected = tomllib.loads((threats / f"{case}{EXPECTED}").read_text(encoding="utf-8"))
         ids[case] = expected.get("submission") or entry_id(os.fsdecode(name))
     before = _tree_digest(submissions)
-    reference_cache.seed(out, assignment.id, root=project_root(assignment_id))
     started = time.time()
     result = grader.cli.batch.grade_folder(assignment, submissions, out, workers=2, regrade=True)
     seconds = time.time() - started

@@ -5,14 +5,15 @@ from __future__ import annotations
 import csv
 import io
 import json
-from pathlib import Path
 
 import pytest
 
 from grader.cli import batch
 from grader.common.files import atomic_write
+from grader.common.user_cache import CACHE_DIR_ENV
 from grader.config import assignment as assignment_module
 from grader.grading import reference
+from grader.grading.warm_state import REFERENCE, WarmState
 from grader.outputs.writers import feedback_markdown, grades_csv, write_result
 from grader.sandbox.child.encoding import encode_value
 
@@ -145,48 +146,52 @@ def assignment():
 
 
 @pytest.fixture
-def no_jax(monkeypatch, assignment):
-    """Reference facts come from a pre-filled cache; measuring them (a JAX run) fails the test; calls are counted."""
+def kept_state(tmp_path, monkeypatch, assignment) -> WarmState:
+    """A cache folder of this test's own whose warm state already holds the reference facts (FACTS) and figures,
+    for the lesson's seed and seed 4242; running the reference (a JAX run) fails the test."""
+    monkeypatch.setenv(CACHE_DIR_ENV, str(tmp_path / "cache"))
+    state = WarmState(assignment)
+    encoded = {name: encode_value(value, 10**6) for name, value in FACTS.items()}
+    state.store.build(REFERENCE, lambda staging: {"facts": encoded, "figures": {"baseline": None}}, state.compiled)
+    for seed in (assignment.lesson_seed, 4242):
+        state.store.build(f"seed-{seed}", lambda staging, seed=seed: {"seed": seed, "figures": {"variant": None}},
+                          state.compiled)
+
     def measure(*args, **kwargs):
-        raise AssertionError("the reference solution was run; the cache should have been used")
+        raise AssertionError("the reference solution was run; the warm state should have been used")
 
-    monkeypatch.setattr(reference, "_measure", measure)
-    calls = []
-    real = batch.reference_facts
-
-    def spy(assignment, cache_dir):
-        calls.append(cache_dir)
-        cache_dir.mkdir(parents=True, exist_ok=True)
-        cache = cache_dir / f"reference-{assignment.id}-{reference.cache_key(assignment)}.json"
-        cache.write_text(json.dumps({"facts": {name: encode_value(value, 10**6) for name, value in FACTS.items()},
-                                     "figures": {}}))
-        return real(assignment, cache_dir)
-
-    monkeypatch.setattr(batch, "reference_facts", spy)
-    return calls
+    monkeypatch.setattr(WarmState, "_run", measure)
+    return state
 
 
 @pytest.fixture
-def warmed_out(tmp_path, reference_cache) -> Path:
-    """`tmp_path/out` with the session's compile cache warmed for seed 4242: a batch starts its fork server without
-    running the reference. Request it before `no_jax`, which forbids measuring."""
-    return reference_cache.seed(tmp_path / "out", variant_seed=4242).parent
+def warm_ups(monkeypatch) -> list:
+    """Counts the batch's warm-ups (each starts a fork server and reads the reference facts)."""
+    calls = []
+    real = batch.warmed_up
+
+    def spy(*args, **kwargs):
+        calls.append(args)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(batch, "warmed_up", spy)
+    return calls
 
 
-def test_reference_facts_are_read_from_the_cache(tmp_path, assignment, no_jax):
-    facts = batch.reference_facts(assignment, tmp_path / "cache")
-    assert facts == FACTS and len(no_jax) == 1
+def test_reference_facts_are_read_from_the_warm_state(assignment, kept_state):
+    assert reference.reference_facts(assignment) == FACTS
+    assert reference.reference_figures(assignment, seeds={"baseline": 18, "variant": 4242}) == \
+        {"baseline": None, "variant": None}
 
 
-@pytest.mark.slow
-def test_batch_rerun_reuses_records_unless_regrade(tmp_path, assignment, warmed_out, no_jax):
-    folder, out = tmp_path / "submissions", warmed_out
+def test_batch_rerun_reuses_records_unless_regrade(tmp_path, assignment, kept_state, warm_ups):
+    folder, out = tmp_path / "submissions", tmp_path / "out"
     folder.mkdir()
     (folder / "erin.py").write_text("")
     quiet = {"progress": lambda line: None, "variant_seed": 4242, "workers": 1}
 
     first = batch.grade_folder(assignment, folder, out, **quiet)
-    assert len(no_jax) == 1 and first.reused == 0 and len(first.records) == 1
+    assert warm_ups == [] and first.reused == 0 and len(first.records) == 1   # a file that cannot run needs none
     rec = first.records[0]
     assert rec["status"] == "error" and rec["score"] == 0 and rec["max_score"] == assignment.max_score
     assert rec["messages"][0] == "erin.py is empty."
@@ -201,14 +206,16 @@ def test_batch_rerun_reuses_records_unless_regrade(tmp_path, assignment, warmed_
     assert [(r["submission"], r["status"]) for r in rows] == [("erin", "error")]
     mtime = (out / "erin.json").stat().st_mtime_ns
 
+    pages = {name: (out / name).stat().st_mtime_ns for name in ("erin.feedback.html", "report.html", "grades.csv")}
     second = batch.grade_folder(assignment, folder, out, **quiet)
-    assert len(no_jax) == 1                      # nothing pending: no reference facts needed
+    assert warm_ups == []                      # nothing pending: no warm-up, no reference facts
     assert second.reused == 1 and second.records == [on_disk]
     assert (out / "erin.json").stat().st_mtime_ns == mtime
-    assert (out / "grades.csv").is_file()
+    assert {name: (out / name).stat().st_mtime_ns for name in pages} == pages   # nothing changed: nothing rewritten
 
     third = batch.grade_folder(assignment, folder, out, regrade=True, **quiet)
-    assert len(no_jax) == 2 and third.reused == 0 and third.records[0]["status"] == "error"
+    assert warm_ups == [] and third.reused == 0 and third.records[0]["status"] == "error"
+    assert (out / "erin.json").stat().st_mtime_ns != mtime
 
     # a changed file is graded again even without regrade
     (folder / "erin.py").write_bytes(b"x = 1\x00")
@@ -219,9 +226,8 @@ def test_batch_rerun_reuses_records_unless_regrade(tmp_path, assignment, warmed_
     assert leftovers == []
 
 
-@pytest.mark.slow
-def test_batch_regrades_when_the_record_on_disk_is_stale_or_torn(tmp_path, assignment, warmed_out, no_jax):
-    folder, out = tmp_path / "submissions", warmed_out
+def test_batch_regrades_when_the_record_on_disk_is_stale_or_torn(tmp_path, assignment, kept_state):
+    folder, out = tmp_path / "submissions", tmp_path / "out"
     folder.mkdir()
     (folder / "erin.py").write_text("   \n")
     quiet = {"progress": lambda line: None, "variant_seed": 4242, "workers": 1}

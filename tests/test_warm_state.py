@@ -1,0 +1,305 @@
+"""The warm state kept between commands (grader/common/warm_store.py, grader/grading/warm_state.py, warm_up.py).
+
+Most tests build parts with a stand-in for the reference run, so they can corrupt, race and prune them freely in
+folders of their own. One test warms a fresh cache folder for real: a first batch measures, a second reuses what
+the first measured and warms only its new variant seed, a third that has nothing to grade warms nothing.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import multiprocessing
+import os
+import shutil
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+import grader.common.code_digest
+import grader.grading.warm_state
+from grader.cli.batch import grade_folder
+from grader.common.user_cache import CACHE_DIR_ENV, use_cache_dir, user_cache_dir
+from grader.common.warm_store import View, WarmStore, link_files, prune_entries
+from grader.config.assignment import load
+from grader.grading.warm_state import WarmState, scenario_world, warm_key
+from grader.grading.warm_up import GatedRunner
+from grader.outputs.progress import Progress
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(scope="module")
+def assignment():
+    return load("performance-05")
+
+
+def programs(staging: Path | None, names=("jit_a-cache", "jit_b-cache")) -> dict:
+    """A stand-in for a reference run: two "compiled programs" and a payload."""
+    assert staging is not None
+    for name in names:
+        (staging / name).write_bytes(name.encode() * 100)
+    return {"facts": {"n": 1}}
+
+
+# ---- the store: published whole, verified, rebuilt -------------------------------------------------------------
+
+def test_a_part_is_published_whole_and_read_back(tmp_path):
+    store = WarmStore(tmp_path / "entry", "key-1")
+    assert store.read("reference", True) is None
+    part = store.build("reference", programs, True)
+    assert part.payload == {"facts": {"n": 1}} and sorted(p.name for p in part.folder.iterdir()) == ["jit_a-cache", "jit_b-cache"]
+    assert store.read("reference", True) == part
+    assert not list((tmp_path / "entry" / "staging").iterdir()), "the staging folder was moved into place"
+    document = json.loads((tmp_path / "entry" / "reference.json").read_text())
+    assert document["key"] == "key-1" and set(document["files"]) == {"jit_a-cache", "jit_b-cache"}
+
+
+def _torn_json(entry: Path) -> None:
+    (entry / "reference.json").write_text('{"format": 1, "key": "key-1", "pay')
+
+
+def _edited_payload(entry: Path) -> None:
+    document = json.loads((entry / "reference.json").read_text())
+    document["payload"]["facts"]["n"] = 2           # the checksum no longer matches
+    (entry / "reference.json").write_text(json.dumps(document))
+
+
+def _same_size_other_bytes(entry: Path) -> None:
+    path = entry / "reference" / "jit_a-cache"
+    path.write_bytes(b"x" * path.stat().st_size)
+
+
+CORRUPTIONS = {
+    "torn json": _torn_json,
+    "edited payload": _edited_payload,
+    "program with other bytes": _same_size_other_bytes,
+    "program truncated": lambda entry: (entry / "reference" / "jit_a-cache").write_bytes(b"jit"),
+    "program missing": lambda entry: (entry / "reference" / "jit_b-cache").unlink(),
+    "program added": lambda entry: (entry / "reference" / "jit_c-cache").write_bytes(b"planted"),
+    "folder missing": lambda entry: shutil.rmtree(entry / "reference"),
+    "json missing": lambda entry: (entry / "reference.json").unlink(),
+}
+
+
+@pytest.mark.parametrize("corruption", sorted(CORRUPTIONS))
+def test_a_corrupt_part_is_never_trusted_and_is_built_again(tmp_path, corruption):
+    store = WarmStore(tmp_path / "entry", "key-1")
+    store.build("reference", programs, True)
+    CORRUPTIONS[corruption](tmp_path / "entry")
+    assert store.read("reference", True) is None
+    calls = []
+    part = store.build("reference", lambda staging: calls.append(1) or programs(staging), True)
+    assert calls == [1] and store.read("reference", True) == part
+    assert sorted(p.name for p in part.folder.iterdir()) == ["jit_a-cache", "jit_b-cache"]
+
+
+def test_a_part_of_another_key_or_without_the_programs_needed_is_stale(tmp_path):
+    WarmStore(tmp_path / "entry", "other-code").build("reference", programs, True)
+    assert WarmStore(tmp_path / "entry", "key-1").read("reference", True) is None
+    store = WarmStore(tmp_path / "entry2", "key-1")
+    store.build("reference", lambda staging: {"facts": {}}, False)      # kept where programs could not be
+    assert store.read("reference", False) is not None and store.read("reference", True) is None
+    assert store.read("reference", False, accept=lambda payload: "figures" in payload) is None
+
+
+def test_a_failed_build_publishes_nothing(tmp_path):
+    store = WarmStore(tmp_path / "entry", "key-1")
+
+    def fails(staging):
+        programs(staging)
+        raise RuntimeError("the reference did not run cleanly")
+
+    with pytest.raises(RuntimeError):
+        store.build("reference", fails, True)
+    assert store.read("reference", True) is None
+    assert not (tmp_path / "entry" / "reference").exists() and not list((tmp_path / "entry" / "staging").iterdir())
+
+
+def _build_slowly(folder: str, log: str) -> None:
+    def make(staging):
+        with open(log, "a") as stream:
+            stream.write("built\n")
+        time.sleep(0.5)
+        return programs(staging)
+
+    part = WarmStore(Path(folder), "key-1").build("reference", make, True)
+    assert part.folder is not None
+
+
+def test_two_processes_warming_at_once_build_once_and_both_read_it(tmp_path):
+    log = tmp_path / "log"
+    context = multiprocessing.get_context("fork")
+    workers = [context.Process(target=_build_slowly, args=(str(tmp_path / "entry"), str(log))) for _ in range(3)]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join(30)
+    assert [worker.exitcode for worker in workers] == [0, 0, 0]
+    assert log.read_text() == "built\n"
+    assert WarmStore(tmp_path / "entry", "key-1").read("reference", True) is not None
+
+
+# ---- views, seeds, old entries ---------------------------------------------------------------------------------
+
+def test_a_view_gets_each_parts_programs_as_links_and_is_removed(tmp_path):
+    store = WarmStore(tmp_path / "entry", "key-1")
+    reference = store.build("reference", programs, True)
+    seed = store.build("seed-7", lambda staging: programs(staging, ("jit_c-cache",)), True, base=reference)
+    assert sorted(p.name for p in seed.folder.iterdir()) == ["jit_a-cache", "jit_b-cache", "jit_c-cache"]
+    view = View(store)
+    assert list(view.folder.iterdir()) == []
+    view.add(reference)
+    view.add(seed)
+    assert sorted(p.name for p in view.folder.iterdir()) == ["jit_a-cache", "jit_b-cache", "jit_c-cache"]
+    assert (view.folder / "jit_a-cache").stat().st_ino == (reference.folder / "jit_a-cache").stat().st_ino
+    assert link_files(seed.folder, view.folder) == 0                      # adding again adds nothing
+    view.close()
+    assert not view.folder.exists() and store.read("seed-7", True) == seed
+
+
+def test_pruning_keeps_the_recent_seeds_and_never_the_one_in_use(tmp_path):
+    store = WarmStore(tmp_path / "entry", "key-1")
+    for seed in range(6):
+        store.build(f"seed-{seed}", programs, True)
+        os.utime(tmp_path / "entry" / f"seed-{seed}.json", (1000 + seed, 1000 + seed))
+    removed = store.prune("seed-", keep=3, spare=frozenset({"seed-0"}))
+    assert sorted(removed) == ["seed-1", "seed-2"]
+    assert sorted(p.stem for p in (tmp_path / "entry").glob("seed-*.json")) == ["seed-0", "seed-3", "seed-4", "seed-5"]
+    assert not (tmp_path / "entry" / "seed-1").exists()
+
+
+def test_old_entries_are_removed_recent_ones_kept(tmp_path):
+    entries = {name: tmp_path / name for name in ("a-1", "a-2", "a-3", "a-4", "b-1")}
+    for index, entry in enumerate(entries.values()):
+        (entry / "reference").mkdir(parents=True)
+        (entry / "used").touch()
+        os.utime(entry / "used", (index, index))      # 1970: long unused
+    removed = prune_entries(tmp_path, "a-", entries["a-1"], keep=1, max_age_seconds=3600)
+    assert sorted(p.name for p in removed) == ["a-2", "a-3"]       # a-4 is the most recent other one; b-* not ours
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a-1", "a-4", "b-1"]
+
+
+# ---- the key ------------------------------------------------------------------------------------------------------
+
+def test_the_key_changes_with_the_graders_code_the_assignment_and_the_versions(assignment, monkeypatch):
+    key = warm_key(assignment)
+    assert warm_key(load("performance-05")) == key
+    monkeypatch.setattr(grader.grading.warm_state, "grader_code_digest", lambda: "other code, same __version__")
+    assert warm_key(assignment) != key
+    monkeypatch.undo()
+    monkeypatch.setattr(grader.grading.warm_state, "environment", lambda: {"jax": "0.0.1"})
+    assert warm_key(assignment) != key
+    monkeypatch.undo()
+    monkeypatch.setattr(assignment, "fingerprint", "another assignment or solution")
+    assert warm_key(assignment) != key
+
+
+def test_the_code_digest_covers_every_file_of_the_package(tmp_path, monkeypatch):
+    package = tmp_path / "grader"
+    (package / "sandbox" / "child").mkdir(parents=True)
+    (package / "sandbox" / "child" / "harness.py").write_text("x = 1\n")
+    (package / "report.html.j2").write_text("<p>")
+    monkeypatch.setattr(grader.common.code_digest, "PACKAGE_DIR", package)
+    digest = grader.common.code_digest.grader_code_digest.__wrapped__()
+    (package / "sandbox" / "child" / "harness.py").write_text("x = 2\n")
+    assert grader.common.code_digest.grader_code_digest.__wrapped__() != digest
+
+
+def test_the_cache_folder_is_the_named_one_else_the_users(tmp_path, monkeypatch):
+    monkeypatch.delenv(CACHE_DIR_ENV, raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert user_cache_dir() == tmp_path / "xdg" / "jax-course-grader"
+    use_cache_dir(tmp_path / "named")
+    assert os.environ[CACHE_DIR_ENV] == str(tmp_path / "named") and user_cache_dir() == tmp_path / "named"
+
+
+# ---- runs wait for their own world's warm-up --------------------------------------------------------------------
+
+class FakeStart:
+    def __init__(self, log):
+        self.log = log
+
+    def runner(self):
+        return lambda job, limits: self.log.append(job["setup_calls"][0][0] if job["setup_calls"] else "baseline")
+
+
+def test_a_run_waits_for_its_worlds_warm_up_and_no_other(assignment):
+    from grader.runs.jobs import make_job
+
+    log: list[str] = []
+    gate = threading.Event()
+    variant = assignment.scenarios["variant"]
+    runner = GatedRunner(FakeStart(log), {scenario_world(assignment, variant, 99): gate})
+    jobs = {name: make_job(assignment, assignment.scenarios[name], seed, "x = 1", "f.py")
+            for name, seed in (("baseline", 18), ("variant", 99))}
+    waiting = threading.Thread(target=runner, args=(jobs["variant"], assignment.limits))
+    waiting.start()
+    runner(jobs["baseline"], assignment.limits)
+    runner(make_job(assignment, variant, 100, "x = 1", "f.py"), assignment.limits)   # another seed: another world
+    time.sleep(0.2)
+    assert log == ["baseline", "replace_lesson_seed"] and waiting.is_alive()
+    gate.set()
+    waiting.join(5)
+    assert log == ["baseline", "replace_lesson_seed", "replace_lesson_seed"]
+
+
+# ---- the warm-up is visible from its first moment -------------------------------------------------------------
+
+def test_progress_shows_the_warm_up_as_a_stage_in_plain_lines():
+    lines: list[str] = []
+    progress = Progress.lines(lines.append)
+    progress.stage("Warming up")
+    progress.note("Warm-up: fork server ready (1.0 s).")
+    progress.start(2)
+    progress.advance({"submission": "ann", "score": 1, "max_score": 2, "status": "graded"})
+    assert lines == ["Warming up ...", "Warm-up: fork server ready (1.0 s).", "[1/2] ann: 1/2 (graded)"]
+
+
+def test_progress_on_a_terminal_ticks_through_the_warm_up_then_draws_the_bar(monkeypatch):
+    monkeypatch.setattr("grader.outputs.progress.TICK_SECONDS", 0.05)
+    stream = io.StringIO()
+    progress = Progress(stream, terminal=True)
+    progress.stage("Warming up")
+    progress.note("Warm-up: running the reference solution ...")
+    time.sleep(0.3)
+    progress.start(4)
+    progress.finish()
+    text = stream.getvalue()
+    assert text.startswith("\rWarming up (0 s) ...")                              # at once, before any step
+    assert text.count("\rWarming up (0 s): running the reference solution ...") >= 2   # redrawn while it runs
+    assert "Warm-up: running the reference solution ...\n" in text                 # and kept as a line
+    assert "Warming up: done (" in text and "0/4 graded, starting" in text
+
+
+# ---- for real: a fresh cache warmed once, then reused ----------------------------------------------------------
+
+@pytest.mark.slow
+def test_a_fresh_cache_is_warmed_once_and_reused_by_the_next_batches(assignment, tmp_path, monkeypatch):
+    """Batch 1 measures the reference and warms its variant seed; batch 2 (another seed) reuses the reference part
+    and warms only its seed; batch 3 has nothing to grade and warms nothing. Grades are the same each time."""
+    monkeypatch.setenv(CACHE_DIR_ENV, str(tmp_path / "cache"))
+    folder, out = tmp_path / "submissions", tmp_path / "out"
+    folder.mkdir()
+    shutil.copy(assignment.solution_path, folder / "reference.py")
+    (folder / "empty.py").write_text("")
+    batches = []
+    for seed, regrade in ((101, False), (202, True), (303, False)):
+        lines: list[str] = []
+        result = grade_folder(assignment, folder, out, variant_seed=seed, regrade=regrade, progress=lines.append)
+        batches.append((result, "\n".join(lines)))
+    (first, log1), (second, log2), (third, log3) = batches
+    state = WarmState(assignment)
+    assert "running the reference solution once" in log1 and "variant world of seed 101 ready" in log1
+    assert f"reference facts and compiled programs reused ({state.folder})" in log2
+    assert "running the reference solution" not in log2 and "variant world of seed 202 ready" in log2
+    assert "Warm-up" not in log3 and third.reused == 2
+    for result in (first, second):
+        scores = {record["submission"]: record["score"] for record in result.records}
+        assert scores == {"reference": assignment.max_score, "empty": 0}
+    assert state.read_reference() is not None and state.read_seed(101) is not None and state.read_seed(202) is not None
+    if state.compiled:
+        assert len(list(state.read_seed(202).folder.iterdir())) > len(list(state.read_reference().folder.iterdir()))
+    assert not list((state.folder / "views").iterdir()), "a batch's view outlived it"
