@@ -18,26 +18,34 @@ import subprocess
 import sys
 import tempfile
 import time
-from contextlib import contextmanager
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-import grader.cli.batch  # noqa: E402
+import grader.grading.warm_up  # noqa: E402
 import grader.sandbox.process  # noqa: E402
 from grader.cli.batch import grade_folder  # noqa: E402
+from grader.common.user_cache import use_cache_dir  # noqa: E402
 from grader.config.assignment import load  # noqa: E402
 from grader.grading.reference import reference_facts  # noqa: E402
-from grader.runs.runners import fast_runner  # noqa: E402
+from grader.runs.runners import ServerStart  # noqa: E402
 from grader.sandbox.isolation import Bubblewrap, ProcessGroup, Unshare  # noqa: E402
 
 STRATEGIES = {"fork-server": Bubblewrap, "bubblewrap": Bubblewrap, "unshare": Unshare, "process-group": ProcessGroup}
 
 
-@contextmanager
-def no_fork_server(*args, **kwargs):
-    yield None
+class NoForkServer:
+    """Stands in for ServerStart: every run starts its own sandboxed interpreter."""
+
+    def __init__(self, *args, **kwargs):
+        pass
+
+    def runner(self):
+        return None
+
+    def close(self):
+        pass
 
 
 def main() -> None:
@@ -53,7 +61,8 @@ def main() -> None:
         folder.mkdir()
         for i in range(args.copies):
             (folder / f"student{i:03d}.py").write_text(f"# copy {i}\n{source}")
-        reference_facts(assignment, Path(scratch) / "cache")  # measured once, as a batch does, outside the timing
+        use_cache_dir(Path(scratch) / "cache")
+        reference_facts(assignment)  # the warm state measured once, outside the timing (every later batch reuses it)
 
         bare = []
         for path in sorted(folder.iterdir()):
@@ -66,11 +75,8 @@ def main() -> None:
         for round_, (strategy, workers) in enumerate([(s, w) for s in args.isolation for w in args.workers]):
             isolation = STRATEGIES[strategy]()
             grader.sandbox.process.strongest_available = lambda isolation=isolation: isolation
-            grader.cli.batch.fast_runner = fast_runner if strategy == "fork-server" else no_fork_server
+            grader.grading.warm_up.ServerStart = ServerStart if strategy == "fork-server" else NoForkServer
             out = Path(scratch) / f"out-{round_}-{strategy}-{workers}"
-            (out / ".grader-cache").mkdir(parents=True)
-            for cached in (Path(scratch) / "cache").iterdir():
-                (out / ".grader-cache" / cached.name).write_bytes(cached.read_bytes())
             started = time.perf_counter()
             result = grade_folder(assignment, folder, out, workers=workers, regrade=True, progress=lambda line: None)
             elapsed = time.perf_counter() - started

@@ -1,18 +1,30 @@
-"""Benchmark: class throughput of `grader grade` against running the same files bare, one after another, same run.
+"""Benchmark: `grader grade` against running the same files bare, one after another, side by side in one run.
 
-    .venv/bin/python benchmarks/throughput.py [--sizes 20 100 400] [--bare 6] [--workers N]
+    .venv/bin/python benchmarks/throughput.py [--class-size 60] [--sizes 20 100 400] [--bare 60] [--workers N]
 
-For each size N it generates N distinct honest submissions (the reference solution written other ways: other
-steps, directions, HVP methods, spacing and comments, so every file and hash differs), grades them through
-the real batch path (both scenarios, full sandbox, fork server; the one-off reference measurement and cache
-warming happen first and are timed apart), and prints submissions/min, CPU seconds per submission, the peak
-memory of one run and of the fork server, and the ratio against bare `python file.py` runs of M of the same
-files, timed sequentially in the same process run. Linear time shows as a constant seconds-per-submission.
+Files: distinct honest submissions, the reference solution written other ways (every combination of how the
+memory entry is built, how `automatic` is computed, the step, the HVP's direction and method is a different
+file; 672 exist, taken in a fixed shuffled order), so no two share a hash or a way of writing every exercise.
+
+Measured, in this order, in one process:
+1. first use on a machine: the warm state measured from nothing (the reference solution's facts, figures and
+   compiled programs), in a fresh cache folder; every later command reuses it;
+2. the class (`--class-size` files): bare `python file.py` on each of `--bare` of them (all, by default), one after
+   another, then `grade_folder` on the whole class with a fresh variant seed (its variant world warmed as any
+   batch warms it); the ratio is bare seconds per file over grading seconds per submission;
+3. a no-op re-run of the class through the real command (`python -m grader.cli.main grade`): seconds to its first
+   progress line and to its end;
+4. each of `--sizes` as a class of its own (a fresh seed each): seconds per submission, flat when time is linear.
+
+CPU seconds per submission are split into inside the runs (the runs' own, from the records) and outside them
+(the grader process, the fork server and its supervisors, the warm-up's reference runs), with cgroup v1 cpuacct
+where the host has it (see cpu_meter.py); the grader process's own share is given apart.
 """
 
 from __future__ import annotations
 
 import argparse
+import itertools
 import random
 import statistics
 import subprocess
@@ -23,34 +35,57 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from cpu_meter import CpuMeter, process_seconds  # noqa: E402
 
 from grader.cli.batch import grade_folder  # noqa: E402
+from grader.common.user_cache import CACHE_DIR_ENV, use_cache_dir  # noqa: E402
 from grader.config.assignment import load  # noqa: E402
-from grader.grading.reference import reference_facts  # noqa: E402
-from grader.runs import compile_cache  # noqa: E402
-from grader.runs.jobs import fresh_variant_seed, scenario_seed  # noqa: E402
+from grader.grading.warm_state import WarmState  # noqa: E402
+from grader.runs.jobs import fresh_variant_seed  # noqa: E402
 
-EPS = [".001", ".002", ".005", ".01", ".0005", "1e-3", "2.5e-3"]
+FIELDS = "('argument_size_in_bytes','output_size_in_bytes','temp_size_in_bytes','alias_size_in_bytes')"
+MEMORY = {
+    "comprehension": None,   # the solution's own line
+    "loop": ("    if analysis is None:\n        entry=None\n    else:\n        entry={}\n        for field in %s:\n"
+             "            entry[field]=getattr(analysis,field)\n    memory.append(entry)") % FIELDS,
+    "zip": "    memory.append(dict(zip(%s,(getattr(analysis,f) for f in %s))) if analysis is not None else None)"
+           % (FIELDS, FIELDS),
+}
+AUTOMATIC = {"grad dot": None, "jvp": "automatic=float(jax.jvp(plain,(x,),(direction,))[1])"}
+EPS = [".001", ".002", ".0005", "1e-3", "2e-3", "5e-4", "0.0015"]
 DIRECTIONS = ["jnp.linspace(-1.,1.,len(x))", "jnp.arange(len(x),dtype=jnp.float32)/len(x)-.4",
               "jnp.asarray(np.random.default_rng(7).normal(size=len(x)).astype(np.float32))",
               "jnp.cos(jnp.arange(16.))"]
-HVPS = [None,  # the solution's jvp of grad
-        "hvp_plain=jax.hessian(plain)(x)@direction\nhvp_remat=jax.hessian(remat)(x)@direction",
-        "hvp_plain=jax.jvp(jax.grad(plain),(x,),(direction,))[1]\nhvp_remat=jax.jvp(jax.grad(remat),(x,),(direction,))[1]",
-        "hvp_plain=jax.linearize(jax.grad(plain),x)[1](direction)\nhvp_remat=jax.linearize(jax.grad(remat),x)[1](direction)"]
+HVPS = {"jvp of grad": None,
+        "hessian": "hvp_plain=jax.hessian(plain)(x)@direction\nhvp_remat=jax.hessian(remat)(x)@direction",
+        "linearize": "hvp_plain=jax.linearize(jax.grad(plain),x)[1](direction)\n"
+                     "hvp_remat=jax.linearize(jax.grad(remat),x)[1](direction)",
+        "vjp of grad": "(hvp_plain,)=jax.vjp(jax.grad(plain),x)[1](direction)\n"
+                       "(hvp_remat,)=jax.vjp(jax.grad(remat),x)[1](direction)"}
+
+
+def ways() -> list[tuple]:
+    combos = list(itertools.product(MEMORY, AUTOMATIC, EPS, DIRECTIONS, HVPS))
+    random.Random(5).shuffle(combos)
+    return combos
 
 
 def honest_variant(solution: str, index: int) -> str:
-    """One honest way of writing the exercises; every file differs."""
-    chooser = random.Random(index)
-    text = solution.replace("eps=.001", f"eps={chooser.choice(EPS)}")
-    text = text.replace("direction=jnp.linspace(-1.,1.,len(x))", f"direction={chooser.choice(DIRECTIONS)}")
-    hvp = chooser.choice(HVPS)
-    if hvp:
+    """The `index`-th way of writing the exercises (distinct for every index below len(ways()))."""
+    memory, automatic, eps, direction, hvp = ways()[index]
+    text = solution.replace("eps=.001", f"eps={eps}")
+    text = text.replace("direction=jnp.linspace(-1.,1.,len(x))", f"direction={direction}")
+    if MEMORY[memory]:
+        start = text.index("    memory.append(None if analysis is None")
+        text = text[:start] + MEMORY[memory] + text[text.index("\n", start):]
+    if AUTOMATIC[automatic]:
+        text = text.replace("automatic=float(jnp.vdot(jax.grad(plain)(x),direction))", AUTOMATIC[automatic])
+    if HVPS[hvp]:
         start = text.index("_,hvp_plain=jax.jvp")
-        end = text.index("\n", text.index("_,hvp_remat=jax.jvp"))
-        text = text[:start] + hvp + text[end:]
-    return f"# student {index:04d}: {chooser.random():.6f}\n" + text
+        text = text[:start] + HVPS[hvp] + text[text.index("\n", text.index("_,hvp_remat=jax.jvp")):]
+    return f"# student {index:04d}: memory {memory}, automatic {automatic}, eps {eps}, hvp {hvp}\n" + text
 
 
 def bare_seconds(files: list[Path], cwd: Path) -> list[float]:
@@ -62,63 +97,88 @@ def bare_seconds(files: list[Path], cwd: Path) -> list[float]:
     return seconds
 
 
+def grade_class(assignment, files: list[Path], folder: Path, workers: int | None, meter: CpuMeter) -> dict:
+    folder.mkdir()
+    for path in files:
+        (folder / path.name).write_bytes(path.read_bytes())
+    cpu, own, started = meter.seconds(), process_seconds(), time.perf_counter()
+    result = grade_folder(assignment, folder, folder.with_name(folder.name + "-out"), workers=workers,
+                          variant_seed=fresh_variant_seed(assignment), progress=lambda line: None)
+    wall = time.perf_counter() - started
+    runs = [run for record in result.records for run in record.get("runs", {}).values()]
+    inside = sum(run.get("cpu_seconds") or 0 for run in runs)
+    n = len(files)
+    return {"n": n, "wall": wall, "per": wall / n, "cpu": (meter.seconds() - cpu) / n, "inside": inside / n,
+            "grader": (process_seconds() - own) / n, "rss": max((run.get("max_rss_bytes") or 0 for run in runs), default=0),
+            "full": sum(1 for r in result.records if r["score"] == r["max_score"])}
+
+
+def rerun(folder: Path) -> tuple[float, float]:
+    """(seconds to the first progress line, seconds to the end) of `grader grade` on a graded folder."""
+    started = time.perf_counter()
+    process = subprocess.Popen([sys.executable, "-m", "grader.cli.main", "grade", str(folder), "--out",
+                                str(folder.with_name(folder.name + "-out"))], cwd=ROOT, stdout=subprocess.DEVNULL,
+                               stderr=subprocess.PIPE, text=True)
+    assert process.stderr is not None
+    process.stderr.readline()
+    first = time.perf_counter() - started
+    process.communicate()
+    return first, time.perf_counter() - started
+
+
+def line(label: str, r: dict, bare_per_file: float, whole_tree: bool) -> str:
+    outside = f"{r['cpu'] - r['inside']:.2f}" if whole_tree else "n/a"
+    return (f"{label}: {r['wall']:6.1f} s, {r['per']:.3f} s per submission, {60 / r['per']:6.1f} submissions/min, "
+            f"ratio to bare sequential {bare_per_file / r['per']:.2f}x; CPU s per submission: {r['cpu']:.2f} in all, "
+            f"{r['inside']:.2f} inside the runs, {outside} outside ({r['grader']:.3f} the grader process); peak run "
+            f"memory {r['rss'] / 2**20:.0f} MiB; {r['full']}/{r['n']} at full marks")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--sizes", type=int, nargs="+", default=[20, 100, 400])
-    parser.add_argument("--bare", type=int, default=10, help="files run bare for the baseline (M)")
+    parser.add_argument("--class-size", type=int, default=60)
+    parser.add_argument("--sizes", type=int, nargs="*", default=[20, 100, 400])
+    parser.add_argument("--bare", type=int, default=None, help="files of the class run bare (default: all)")
     parser.add_argument("--workers", type=int, default=None)
     args = parser.parse_args()
     assignment = load("performance-05", ROOT)
     solution = assignment.solution_path.read_text()
-    with tempfile.TemporaryDirectory() as scratch:
-        scratch = Path(scratch)
-        cache = scratch / "cache"
-        seed = fresh_variant_seed(assignment)
-        started = time.perf_counter()
-        reference_facts(assignment, cache)
-        seeds = {name: scenario_seed(assignment, s, seed) for name, s in assignment.scenarios.items()}
-        compile_cache.warm(assignment, cache, seeds)
-        print(f"one-off, before grading: reference measurement and cache warming {time.perf_counter() - started:.1f} s")
+    meter = CpuMeter()
+    try:
+        with tempfile.TemporaryDirectory() as scratch_name:
+            scratch = Path(scratch_name)
+            use_cache_dir(scratch / "cache")   # a fresh cache folder: first use on a machine, measured below
+            print(f"{CACHE_DIR_ENV}={scratch / 'cache'}; CPU counted "
+                  f"{'for the whole process tree (cgroup cpuacct)' if meter.whole_tree else 'for this process and reaped children only'}")
+            pool = scratch / "all"
+            pool.mkdir()
+            for index in range(max([args.class_size, *args.sizes])):
+                (pool / f"s{index:04d}.py").write_text(honest_variant(solution, index))
+            files = sorted(pool.iterdir())
 
-        biggest = max(args.sizes)
-        pool = scratch / "all"
-        pool.mkdir()
-        for index in range(biggest):
-            (pool / f"s{index:04d}.py").write_text(honest_variant(solution, index))
-        # The bare sample is spread evenly over the smallest class (a subset of every class), so it has the same
-        # mix of ways of writing the exercises as the classes it is compared with.
-        smallest = sorted(pool.iterdir())[: min(args.sizes)]
-        step = max(1, len(smallest) // args.bare)
-        bare = bare_seconds(smallest[::step][: args.bare], scratch)
-        bare_per_file = statistics.mean(bare)
-        print(f"bare `python file.py`, sequential: {bare_per_file:.2f} s per file (n={len(bare)}, "
-              f"min {min(bare):.2f}, max {max(bare):.2f}) = {60 / bare_per_file:.1f} files/min")
+            cpu, started = meter.seconds(), time.perf_counter()
+            WarmState(assignment).reference()
+            print(f"first use on a machine (warm state from nothing): {time.perf_counter() - started:.1f} s, "
+                  f"{meter.seconds() - cpu:.1f} CPU s; reused by every later command")
 
-        for size in args.sizes:
-            folder = scratch / f"class-{size}"
-            folder.mkdir()
-            for path in sorted(pool.iterdir())[:size]:
-                (folder / path.name).write_bytes(path.read_bytes())
-            out = scratch / f"out-{size}"
-            (out / ".grader-cache").mkdir(parents=True)
-            for cached in cache.rglob("*"):
-                target = out / ".grader-cache" / cached.relative_to(cache)
-                if cached.is_dir():
-                    target.mkdir(parents=True, exist_ok=True)
-                else:
-                    target.write_bytes(cached.read_bytes())
-            started = time.perf_counter()
-            result = grade_folder(assignment, folder, out, workers=args.workers, variant_seed=seed,
-                                  progress=lambda line: None)
-            elapsed = time.perf_counter() - started
-            runs = [run for record in result.records for run in record.get("runs", {}).values()]
-            cpu = sum(run.get("cpu_seconds") or 0 for run in runs) / size
-            rss = max((run.get("max_rss_bytes") or 0 for run in runs), default=0) / 2**20
-            full = sum(1 for r in result.records if r["score"] == r["max_score"])
-            per = elapsed / size
-            print(f"N={size:>4}: {elapsed:6.1f} s, {per:.3f} s per submission, {60 / per:6.1f} submissions/min, "
-                  f"{cpu:.2f} CPU s per submission (both runs), peak run memory {rss:.0f} MiB, "
-                  f"ratio to bare sequential {bare_per_file / per:.1f}x; {full}/{size} scored full marks")
+            klass = files[: args.class_size]
+            sample = klass[:: max(1, len(klass) // (args.bare or len(klass)))][: args.bare or len(klass)]
+            cpu = meter.seconds()
+            bare = bare_seconds(sample, scratch)
+            bare_per_file = statistics.mean(bare)
+            print(f"bare `python file.py`, sequential, {len(bare)} files of the class: {bare_per_file:.3f} s per file "
+                  f"(min {min(bare):.2f}, max {max(bare):.2f}), {(meter.seconds() - cpu) / len(bare):.2f} CPU s per file "
+                  f"= {60 / bare_per_file:.1f} files/min")
+            print(line(f"class of {len(klass)}", grade_class(assignment, klass, scratch / "class", args.workers, meter),
+                       bare_per_file, meter.whole_tree))
+            first, whole = rerun(scratch / "class")
+            print(f"no-op re-run of the class (`grader grade`, nothing changed): first line after {first:.2f} s, "
+                  f"done in {whole:.2f} s")
+            for size in args.sizes:
+                result = grade_class(assignment, files[:size], scratch / f"size-{size}", args.workers, meter)
+                print(line(f"N={size:>4}", result, bare_per_file, meter.whole_tree))
+    finally:
+        meter.close()
 
 
 if __name__ == "__main__":
