@@ -149,6 +149,8 @@ def test_a_view_gets_each_parts_programs_as_links_and_is_removed(tmp_path):
     reference = store.build("reference", programs, True)
     seed = store.build("seed-7", lambda staging: programs(staging, ("jit_c-cache",)), True, base=reference)
     assert sorted(p.name for p in seed.folder.iterdir()) == ["jit_a-cache", "jit_b-cache", "jit_c-cache"]
+    assert (seed.folder / "jit_a-cache").stat().st_ino != (reference.folder / "jit_a-cache").stat().st_ino, \
+        "a part's builder started from links to a published part: it could have changed it"
     view = View(store)
     assert list(view.folder.iterdir()) == []
     view.add(reference)

@@ -7,8 +7,8 @@ with files, a folder `<part>/` (compiled programs). Why it is shaped like this:
 - Commands run at the same time (two batches, pytest workers, `grader check` during a batch). A part is built
   under an exclusive lock of its own, in a staging folder, then renamed into place; its JSON is written last,
   atomically. A reader therefore sees a part whole or not at all, and never takes a lock.
-- A part is never modified after it is published: runs copy its files while other commands use it, and a later
-  part (a variant seed's programs) starts as hard links of an earlier one's files.
+- A part is never modified after it is published: runs copy its files while other commands use it. A later part
+  (a variant seed's programs) starts as a copy of an earlier one's files, so its builder cannot reach them.
 - Nothing is trusted on its word. A part whose JSON is torn, whose checksum or key does not match, or whose files
   differ from the list (missing, extra, other sizes or hashes) is treated as absent and built again.
 - A batch gives its fork server a *view*: its own folder of hard links to the parts it uses, so a part published
@@ -110,8 +110,9 @@ class WarmStore:
               base: Part | None = None, accept: Callable[[dict[str, Any]], bool] | None = None) -> Part:
         """The part, built by `make` unless a valid one is published (by us or a command that held the lock first).
 
-        `make(staging)` fills the staging folder (None when `with_files` is False), which starts as hard links of
-        `base`'s files, and returns the payload. Whatever it raises leaves nothing published."""
+        `make(staging)` fills the staging folder (None when `with_files` is False), which starts as a copy of
+        `base`'s files (a copy, not links: what the builder writes can never reach a published part), and returns
+        the payload. Whatever it raises leaves nothing published."""
         with self.lock(name):
             found = self.read(name, with_files, accept)
             if found is not None:
@@ -122,7 +123,7 @@ class WarmStore:
                 staging = self.folder / "staging" / f"{name}-{secrets.token_hex(6)}"
                 staging.mkdir(parents=True)
                 if base is not None and base.folder is not None:
-                    link_files(base.folder, staging)
+                    link_files(base.folder, staging, copy=True)
             try:
                 payload = make(staging)
                 files = _listing(staging) if staging is not None else None
@@ -192,8 +193,9 @@ class WarmStore:
         return removed
 
 
-def link_files(source: Path, target: Path) -> int:
-    """Hard-link every file of `source` into `target` (copy where links cannot be made); returns how many new."""
+def link_files(source: Path, target: Path, copy: bool = False) -> int:
+    """Hard-link (or `copy`) every file of `source` into `target` (copied where links cannot be made); returns how
+    many files were added."""
     added = 0
     for path in source.rglob("*"):
         if not path.is_file() or path.is_symlink():
@@ -203,7 +205,10 @@ def link_files(source: Path, target: Path) -> int:
             continue
         destination.parent.mkdir(parents=True, exist_ok=True)
         try:
-            os.link(path, destination)
+            if copy:
+                shutil.copyfile(path, destination)
+            else:
+                os.link(path, destination)
         except FileExistsError:
             continue
         except OSError:
