@@ -16,14 +16,13 @@ from pathlib import Path
 from typing import Any
 
 from grader.common.code_digest import grader_code_digest
-from grader.common.files import atomic_write, write_if_changed
+from grader.common.files import write_if_changed
 from grader.lms.canvas import Roster
 from grader.model.record import Record
 from grader.outputs.reports import FeedbackPages, feedback_page_name, write_class_report
 from grader.outputs.writers import grades_csv, result_path, write_lms_outputs, write_result
 
 FiguresFor = Callable[[int], dict[str, Any]]   # a record's variant seed -> the reference's figures in its world
-REPORT_STAMP = ".report-inputs"                # what report.html was drawn from (a digest)
 
 
 def _report_inputs(records: list[Record], assignment) -> str:
@@ -66,18 +65,17 @@ class BatchFiles:
         write_if_changed(self.out / "grades.csv", grades_csv(records, list(self.assignment.groups)))
         warnings = write_lms_outputs(self.out, records, self.assignment, roster)
         # The class report (and its charts) is drawn again only when a record changed: a re-run that graded nothing
-        # keeps the page the run that graded them wrote.
-        stamp = self.out / REPORT_STAMP
-        inputs = _report_inputs(records, self.assignment)
-        report = self.out / "report.html"
+        # keeps the page the run that graded them wrote. The page ends with a digest of what it was drawn from.
+        trailer = f"<!-- grader report inputs: {_report_inputs(records, self.assignment)} -->\n"
         try:
-            unchanged = report.is_file() and stamp.read_text() == inputs
+            with open(self.out / "report.html", "rb") as page:
+                page.seek(max(0, page.seek(0, 2) - len(trailer)))
+                unchanged = page.read().decode("ascii", "replace") == trailer
         except OSError:
             unchanged = False
         if not unchanged:
             write_class_report(self.out, records, self.assignment, run_info,
-                               started if started is not None else time.monotonic())
-            atomic_write(stamp, inputs)
+                               started if started is not None else time.monotonic(), trailer)
         return warnings
 
     def _page(self, record: Record) -> None:

@@ -278,8 +278,9 @@ def _figure_set_key(figures: dict) -> str:
 
 
 def write_class_report(out: Path, records: list[Record], assignment, run_info: dict | None,
-                       started: float | None = None) -> Path:
-    """Write OUT/report.html (a page saying what failed when it cannot be drawn)."""
+                       started: float | None = None, trailer: str = "") -> Path:
+    """Write OUT/report.html (a page saying what failed when it cannot be drawn), `trailer` (an HTML comment of the
+    grader's) at its end."""
     started = time.monotonic() if started is None else started
     path = Path(out) / "report.html"
     try:
@@ -289,7 +290,7 @@ def write_class_report(out: Path, records: list[Record], assignment, run_info: d
     except Exception as error:  # the grades and the other outputs are written already: say so, do not crash
         page = _fallback_page("Class report", f"The class report could not be drawn ({type(error).__name__}: "
                                               f"{error}); grades.csv and the per-student files are complete.")
-    atomic_write(path, page)
+    atomic_write(path, page + trailer)
     return path
 
 
