@@ -305,3 +305,43 @@ def test_a_fresh_cache_is_warmed_once_and_reused_by_the_next_batches(assignment,
     if state.compiled:
         assert len(list(state.read_seed(202).folder.iterdir())) > len(list(state.read_reference().folder.iterdir()))
     assert not list((state.folder / "views").iterdir()), "a batch's view outlived it"
+
+
+class NoServer:
+    def __init__(self, *args, **kwargs):
+        pass
+
+    def runner(self):
+        return None
+
+    def close(self):
+        pass
+
+
+def test_a_variant_warm_up_that_fails_is_the_batchs_failure_and_never_leaves_runs_waiting(assignment, tmp_path,
+                                                                                           monkeypatch):
+    """The reference does not run cleanly in the variant world of the batch's seed: runs of that world are let go
+    (they would compile for themselves), and the failure reaches whoever asks for the figures (the batch stops)."""
+    import grader.grading.warm_up as warm_up
+    from grader.config.assignment import ConfigError
+
+    monkeypatch.setenv(CACHE_DIR_ENV, str(tmp_path / "cache"))
+    monkeypatch.setattr(warm_up, "ServerStart", NoServer)
+    state = WarmState(assignment)
+    state.store.build("reference", lambda staging: {"facts": {"reports": {"t": "none"}, "memory": {"t": "none"}},
+                                                     "figures": {"baseline": None}}, state.compiled)
+
+    def fails(self, seed, staging):
+        raise ConfigError(f"the reference solution did not run cleanly in the variant scenario (seed {seed})")
+
+    monkeypatch.setattr(WarmState, "_measure_fresh", fails)
+    seeds = {"baseline": assignment.lesson_seed, "variant": 5}
+    with warm_up.warmed_up(assignment, seeds, lambda text: None) as warm:
+        for thread in warm.threads:
+            thread.join(10)
+        assert isinstance(warm.failure(), ConfigError)
+        if state.compiled:
+            assert all(gate.is_set() for gate in warm.runner.gates.values()) and warm.runner.gates
+        with pytest.raises(ConfigError, match="seed 5"):
+            warm.figures()
+    assert state.read_seed(5) is None

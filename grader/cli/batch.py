@@ -1,4 +1,5 @@
-"""Grade a folder of submissions in parallel, write each record as soon as it exists, then the class CSV.
+"""Grade a folder of submissions in parallel after a warm-up, write each record's files as soon as it exists, then
+the class files.
 
 Every discovered entry ends with a record on disk: a grader-side failure while grading one submission
 becomes an error record for it, never a crash of the batch. A re-run reuses a record whose file hash,
@@ -93,9 +94,13 @@ def grade_folder(assignment: Assignment, folder: Path, out: Path, workers: int |
         files.reused(record)
     if any(not s.problem for s in pending):   # something will run: warm up first (a file that cannot run needs none)
         progress.stage("Warming up")
-        with warmed_up(assignment, seeds, progress.note, cache, steps=progress.note) as warm:
-            result.records += _grade(assignment, pending, warm.facts, seed, warm.runner, workers, progress, files, warm)
-            warm.figures()   # a warm-up that failed after the last record is still the batch's failure
+        try:
+            with warmed_up(assignment, seeds, progress.note, cache, steps=progress.note) as warm:
+                result.records += _grade(assignment, pending, warm.facts, seed, warm.runner, workers, progress, files,
+                                         warm)
+                warm.figures()   # a warm-up that failed after the last record is still the batch's failure
+        finally:
+            progress.finish()
     elif pending:
         result.records += _grade(assignment, pending, {}, seed, None, workers, progress, files, None)
     # LMS files: OUT/gradescope/<id>.json, OUT/final_grades.csv (otter), OUT/canvas.csv (roster: a Canvas export);
@@ -120,15 +125,18 @@ def _grade(assignment: Assignment, pending: list[Submission], facts: dict, seed:
     progress.start(len(pending))
     with ThreadPoolExecutor(max_workers=max(1, workers or os.cpu_count() or 1)) as pool:
         futures = {pool.submit(grade_one, assignment, s, facts, seed, runner): s for s in pending}
-        for future in as_completed(futures):
-            failure = warm.failure() if warm else None
-            if failure is not None:
-                pool.shutdown(wait=False, cancel_futures=True)
-                progress.finish()
-                raise failure
-            record = future.result()
-            files.graded(record)
-            records.append(record)
-            progress.advance(record)
+        try:
+            for future in as_completed(futures):
+                failure = warm.failure() if warm else None
+                if failure is not None:
+                    raise failure
+                record = future.result()
+                files.graded(record)
+                records.append(record)
+                progress.advance(record)
+        except BaseException:   # stopping (a failed warm-up, Ctrl-C): what has not started never will
+            pool.shutdown(wait=False, cancel_futures=True)
+            progress.finish()
+            raise
     progress.finish()
     return records
