@@ -345,3 +345,24 @@ def test_a_variant_warm_up_that_fails_is_the_batchs_failure_and_never_leaves_run
         with pytest.raises(ConfigError, match="seed 5"):
             warm.figures()
     assert state.read_seed(5) is None
+
+
+def test_the_fork_server_outlives_the_thread_that_started_it(assignment):
+    """bubblewrap dies with its parent, and its parent is the thread that started it: a server started by a
+    thread that then ended would be killed at once, and every run would fall back to a fresh interpreter."""
+    from grader.runs.jobs import make_job
+    from grader.runs.runners import ServerStart
+
+    notes: list[str] = []
+    start = ServerStart(None, notes.append)
+    try:
+        runner = start.runner()
+        assert runner is not None, notes
+        time.sleep(1.0)                          # long after the start
+        for _ in range(2):
+            raw = runner(make_job(assignment, assignment.scenarios["baseline"], 18, "x = 1\n", "f.py"), assignment.limits)
+            assert raw.setup_ok and raw.returncode == 0 and raw.cpu_seconds is not None, (raw.setup, raw.returncode)
+        assert start.server is not None and start.server.generation == 1, "the server died and was replaced"
+    finally:
+        start.close()
+    assert start._thread.is_alive() is False

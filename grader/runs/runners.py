@@ -2,6 +2,10 @@
 
 The fork server imports JAX before it answers, about a second of CPU: `ServerStart` does that in the background,
 beside the warm-up's own runs, and callers wait for it only when their first run is due.
+
+The server is started, and stopped, by one thread that lives as long as it does: bubblewrap runs with
+`--die-with-parent`, and the kernel's parent-death signal follows the *thread* that started a process, so a server
+started by a thread that then ended would be killed at once.
 """
 
 from __future__ import annotations
@@ -23,40 +27,43 @@ class ServerStart:
         self._note = note
         self._ready = ready
         self._server: ForkServer | None = None
-        self._lock = threading.Lock()
-        self._thread = threading.Thread(target=self._start, args=(compile_cache,), name="fork-server-start", daemon=True)
+        self._started = threading.Event()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._keep, args=(compile_cache,), name="fork-server", daemon=True)
         self._thread.start()
 
-    def _start(self, compile_cache: Path | None) -> None:
+    def _keep(self, compile_cache: Path | None) -> None:
+        """Start the server, keep this thread (its parent) alive until `close`, then stop it."""
         started = time.monotonic()
         try:
-            server = ForkServer(compile_cache).start()
+            self._server = ForkServer(compile_cache).start()
         except ForkServerError as error:
             self._note(f"Fast runs unavailable ({error}); each run starts its own sandboxed interpreter.")
-            return
         except Exception as error:  # noqa: BLE001 -- whatever stops the server, fresh interpreters still grade
             self._note(f"Fast runs unavailable ({type(error).__name__}: {error}); each run starts its own sandboxed "
                        "interpreter.")
+        finally:
+            self._started.set()
+        if self._server is None:
             return
-        with self._lock:
-            self._server = server
-        if self._ready:
-            self._ready(time.monotonic() - started)
+        try:
+            if self._ready:
+                self._ready(time.monotonic() - started)
+        finally:
+            self._stop.wait()
+            self._server.close()
 
     def runner(self) -> Runner | None:
         """The started server's `run_job` (None: use `sandbox.run_job`); waits for the start to finish."""
-        self._thread.join()
+        self._started.wait()
         return self._server.run_job if self._server else None
 
     @property
     def server(self) -> ForkServer | None:
-        self._thread.join()
+        self._started.wait()
         return self._server
 
     def close(self) -> None:
         """Stop the server (after its start has finished: nothing is left running)."""
+        self._stop.set()
         self._thread.join()
-        with self._lock:
-            server, self._server = self._server, None
-        if server is not None:
-            server.close()
