@@ -24,11 +24,12 @@ from grader.config.check_functions import BUILTIN_PREFIX, builtin_names, check_f
 from grader.model.limits import Limits
 
 VISIBILITIES = ("visible", "after_due_date", "after_published", "hidden")
-EVIDENCE_BOUNDS = ("max_calls", "max_calls_per_statement", "max_arrays", "max_elements", "max_evaluations")
+EVIDENCE_BOUNDS = ("max_evaluations", "max_evaluations_per_statement", "max_sightings", "max_sightings_per_statement",
+                   "max_elements")
 BINDING_RULES = ("first", "last", "last number", "last vector")   # or "as_of <name>"
 
 TABLES = ("assignment", "parameters", "tolerances", "scenarios", "groups", "checks", "limits", "evidence",
-          "bindings", "report", "starter", "lms")
+          "bindings", "exercise_bindings", "report", "starter", "lms")
 REQUIRED_TABLES = ("assignment", "parameters", "scenarios", "groups", "checks")
 ASSIGNMENT_KEYS = {"id": "", "title": "", "solution": "solutions/<id>.py (the reference solution, relative to the project root)",
                    "submission_filename": "", "max_submission_bytes": "1048576 (larger files are not run)",
@@ -282,6 +283,12 @@ def _small_table_problems(config: dict, contract: list[str]) -> list[str]:
         problem = binding_rule_problem(rule, contract)
         if problem:
             problems.append(f"[bindings] {name} = {rule!r}: {problem}")
+    for name, region in config.get("exercise_bindings", {}).items():
+        if name not in contract:
+            problems.append(f"[exercise_bindings] {name}: not in [assignment] contract; add it there or remove this line")
+        if not isinstance(region, str) or not region:
+            problems.append(f"[exercise_bindings] {name} = {region!r}: name the exercise region (the <name> of "
+                            "`# BEGIN EXERCISE <name>` in the solution)")
     problems += _unknown_keys(report, REPORT_KEYS, "[report]")
     if "figure" in report and report["figure"] not in contract:
         problems.append(f"[report] figure = {report['figure']!r}: not in [assignment] contract; name a contract name")
@@ -333,7 +340,7 @@ def module_problems(config: dict[str, Any], folder: Path, shown: Path, oracle: t
         elif not _accepts(function, None, None, None):
             problems.append(f"{shown / 'checks.py'}: {check['function']}{inspect.signature(function)} (check "
                             f"{check['id']}) cannot be called as {check['function']}(run, oracle, settings); give it those parameters")
-    problems += _setup_problems(config, folder, shown)
+    problems += _setup_problems(config, folder, shown, _derived_parameters(config, oracle, problems))
     problems += _probe_problems(config, folder, shown)
     return problems
 
@@ -349,12 +356,34 @@ def _child_source(folder: Path, shown: Path, name: str, problems: list[str]) -> 
         return {}
 
 
-def _setup_problems(config: dict, folder: Path, shown: Path) -> list[str]:
+def _derived_parameters(config: dict, oracle: types.ModuleType, problems: list[str]) -> set[str]:
+    """The names `oracle.scenario_parameters` (optional) adds to each scenario's set-up keywords, learnt by calling
+    it for the lesson's seed."""
+    derive = getattr(oracle, "scenario_parameters", None)
+    if derive is None:
+        return set()
+    settings = types.SimpleNamespace(**config.get("parameters", {}), **config.get("tolerances", {}))
+    seed = config.get("parameters", {}).get(config.get("assignment", {}).get("seed_parameter", ""), 1)
+    names: set[str] = set()
+    for scenario in config.get("scenarios", {}):
+        try:
+            derived = derive(scenario, seed, 1, settings)
+        except Exception as error:
+            problems.append(f"oracle.scenario_parameters({scenario!r}, ...) raised {type(error).__name__}: {error}")
+            continue
+        if not isinstance(derived, dict):
+            problems.append(f"oracle.scenario_parameters({scenario!r}, ...) must return a dict of keyword arguments")
+            continue
+        names |= set(derived)
+    return names
+
+
+def _setup_problems(config: dict, folder: Path, shown: Path, derived: set[str] | None = None) -> list[str]:
     """Each scenario's set-up function exists in scenario_setup.py and accepts the keywords it is called with
-    (every [parameters] entry and `seed`)."""
+    (every [parameters] entry, `seed`, `batch_seed` and what oracle.scenario_parameters adds)."""
     problems: list[str] = []
     functions = _child_source(folder, shown, "scenario_setup.py", problems)
-    passed = {*config["parameters"], "seed"}
+    passed = {*config["parameters"], "seed", "batch_seed", *(derived or ())}
     for scenario, table in config["scenarios"].items():
         for name in table.get("setup", []):
             if functions is None or name not in functions:

@@ -16,8 +16,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from grader.config.assignment import Assignment, CheckSpec
+from grader.intake.regions import RegionLines
 from grader.model.verdicts import passed
-from grader.runs.evidence import CallEvent
+from grader.runs.evidence import Evaluation, Sighting
 from grader.runs.provenance import Binding, Provenance
 from grader.runs.snapshot import UNFINISHED, Missing, Opaque, Snapshot, Statement, where
 
@@ -45,13 +46,15 @@ class CheckResult:
 
 class RunView:
     """What a check sees of one scenario's run: values by name (the binding the exercise used), the method
-    evidence behind them, probes, and how the run went."""
+    evidence recorded up to them (evaluations and sightings, grader/runs/evidence.py), probes, and how the run
+    went."""
 
-    def __init__(self, snapshot: Snapshot, bindings: dict[str, str] | None = None):
+    def __init__(self, snapshot: Snapshot, bindings: dict[str, str] | None = None,
+                 exercise_bindings: dict[str, str] | None = None, regions: dict[str, list[RegionLines]] | None = None):
         self.snapshot = snapshot
         self.scenario = snapshot.scenario
         self.seed = snapshot.seed
-        self.provenance = Provenance(snapshot, bindings or {})
+        self.provenance = Provenance(snapshot, bindings or {}, exercise_bindings, regions)
 
     def has(self, name: str) -> bool:
         try:
@@ -90,13 +93,34 @@ class RunView:
             raise Missing(name, f"was still a TODO when `{when}` was computed")
         return value
 
-    def calls_for(self, name: str) -> list[CallEvent]:
-        """Method evidence: the calls made by the statements that produced `name`'s graded binding."""
-        return self.provenance.calls_for(name)
+    def evaluations(self, until: str | None = None) -> list[Evaluation]:
+        """The run's recorded evaluations, up to and including the statement that made `until`'s graded binding."""
+        last = self._last_statement(until)
+        return [e for e in self.snapshot.evaluations if e.stmt <= last]
 
-    def evidence_complete(self, name: str) -> bool:
-        """The calls behind `name` were all recorded (else a method check falls back to the value, and says so)."""
-        return self.provenance.evidence_complete(name)
+    def sightings(self, until: str | None = None) -> list[Sighting]:
+        """The small arrays the run's expressions produced, up to `until`'s graded binding."""
+        last = self._last_statement(until)
+        return [s for s in self.snapshot.sightings if s.stmt <= last]
+
+    def evidence_gaps(self, until: str | None = None) -> str | None:
+        """Why the evidence up to `until` may be incomplete, in a sentence (None when it is complete)."""
+        evidence = self.snapshot.evidence
+        if not evidence.installed:
+            return "the grader could not record how values were computed in this run" + (
+                f" ({evidence.problem})" if evidence.problem else "")
+        last = self._last_statement(until)
+        crowded = [s for s in self.snapshot.statements if s.index <= last and (s.evaluations_omitted or s.sightings_omitted)]
+        if crowded:
+            first = crowded[0]
+            return (f"the statement at {where(first.line, first.cell)} made more calls than the grader records per "
+                    "statement (it keeps the first and the last ones), so some were not recorded")
+        return None
+
+    def _last_statement(self, until: str | None) -> int:
+        if until is None:
+            return 1 << 30
+        return self.binding(until).stmt
 
     def where(self, stmt: int) -> str:
         """"line 12" or "cell 3, line 2" for a statement index."""
@@ -190,8 +214,10 @@ def evaluate(function, spec: CheckSpec, view: RunView, oracle: Any, settings: An
     return 1.0, outcome if isinstance(outcome, str) else "Passed."
 
 
-def run_checks(assignment: Assignment, snapshots: dict[str, Snapshot], oracles: dict[str, Any]) -> list[CheckResult]:
-    views = {name: RunView(snapshot, assignment.bindings) for name, snapshot in snapshots.items()}
+def run_checks(assignment: Assignment, snapshots: dict[str, Snapshot], oracles: dict[str, Any],
+               regions: dict[str, list[RegionLines]] | None = None) -> list[CheckResult]:
+    views = {name: RunView(snapshot, assignment.bindings, assignment.exercise_bindings, regions)
+             for name, snapshot in snapshots.items()}
     faults = grader_faults(snapshots)
     results = []
     for spec in assignment.checks:

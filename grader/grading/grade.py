@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import signal
 import traceback
 from concurrent.futures import ThreadPoolExecutor
@@ -18,10 +19,10 @@ from grader.grading.engine import (
 )
 from grader.intake.discovery import Submission
 from grader.intake.notebook import Cell, joined_line_places
-from grader.intake.regions import unfinished_exercises
+from grader.intake.regions import region_lines, unfinished_exercises
 from grader.model.record import CheckRecord, GroupScore, OutputExcerpt, Record, RunSummary
 from grader.model.verdicts import ISOLATION_PREFIX
-from grader.runs.jobs import Runner, run_scenario, scenario_seed
+from grader.runs.jobs import Runner, run_scenario, scenario_seed, setup_parameters
 from grader.runs.provenance import Provenance
 from grader.runs.snapshot import Snapshot, where
 
@@ -35,16 +36,17 @@ def grade(assignment: Assignment, submission: Submission, facts: dict, variant_s
     seeds = {name: scenario_seed(assignment, scenario, variant_seed) for name, scenario in assignment.scenarios.items()}
     # Scenarios are independent sandboxes: run them side by side (one student's runs share nothing).
     with ThreadPoolExecutor(max_workers=len(seeds)) as pool:
-        futures = {name: pool.submit(_run, assignment, name, seed, submission, runner) for name, seed in seeds.items()}
+        futures = {name: pool.submit(_run, assignment, name, seed, submission, runner, variant_seed)
+                   for name, seed in seeds.items()}
         snapshots: dict[str, Snapshot] = {name: future.result()[0] for name, future in futures.items()}
-    oracles = {name: build_oracle(assignment, name, seed, facts) for name, seed in seeds.items()}
-    checks = run_checks(assignment, snapshots, oracles)
+    oracles = {name: build_oracle(assignment, name, seed, facts, variant_seed) for name, seed in seeds.items()}
+    checks = run_checks(assignment, snapshots, oracles, region_lines(submission.source, submission.cells))
     messages = list(submission.notes) + unfinished_message(submission.source, submission.cells)
     faults = grader_faults(snapshots)
     for name, snapshot in snapshots.items():
         messages += run_messages(assignment, name, snapshot, snapshots.get("baseline"), bool(faults.get(name)))
     baseline = snapshots["baseline"]
-    messages += rebinding_notes(assignment, baseline)
+    messages += rebinding_notes(assignment, baseline, submission.source, submission.cells)
     if faults:
         messages.append(f"The grader's own code failed in the {', '.join(faults)} run (not your fault); no check was "
                         "marked down because of it.")
@@ -69,29 +71,36 @@ def grade(assignment: Assignment, submission: Submission, facts: dict, variant_s
     return record
 
 
-def _run(assignment: Assignment, scenario: str, seed: int, submission: Submission, runner: Runner | None):
+def _run(assignment: Assignment, scenario: str, seed: int, submission: Submission, runner: Runner | None,
+         batch_seed: int):
     """One scenario's run; a run the sandbox could not set up (the grader's failure) is tried once more, fresh."""
     run = lambda chosen: run_scenario(assignment, assignment.scenarios[scenario], seed, submission.source,  # noqa: E731
-                                      submission.run_name, chosen, submission.cells, submission.data)
+                                      submission.run_name, chosen, submission.cells, submission.data, batch_seed)
     result = run(runner)
     if result[0].setup_error:
         result = run(None)
     return result
 
 
-def build_oracle(assignment: Assignment, scenario: str, seed: int, facts: dict) -> Any:
-    """The assignment's oracle for one scenario: `build(seed, facts, scenario)` (older oracles take two arguments)."""
-    try:
-        return assignment.oracle.build(seed, facts, assignment.scenarios[scenario])
-    except TypeError as error:
-        if "positional argument" not in str(error):
-            raise
-        return assignment.oracle.build(seed, facts)
+def build_oracle(assignment: Assignment, scenario: str, seed: int, facts: dict, batch_seed: int | None = None) -> Any:
+    """The assignment's oracle for one scenario: `build(seed, facts, scenario)`, with `parameters=` (what the
+    scenario's set-up received) and `batch_seed=` when build takes them (older oracles take two arguments)."""
+    build = assignment.oracle.build
+    accepted = set(inspect.signature(build).parameters)
+    if accepted & {"parameters", "batch_seed"}:
+        spec = assignment.scenarios[scenario]
+        extra = {"parameters": setup_parameters(assignment, spec, seed, batch_seed), "batch_seed": batch_seed}
+        return build(seed, facts, spec, **{k: v for k, v in extra.items() if k in accepted})
+    if len(accepted) >= 3:
+        return build(seed, facts, assignment.scenarios[scenario])
+    return build(seed, facts)
 
 
-def rebinding_notes(assignment: Assignment, snapshot: Snapshot) -> list[str]:
+def rebinding_notes(assignment: Assignment, snapshot: Snapshot, source: str | None = None,
+                    cells: list[Cell] | None = None) -> list[str]:
     """Say which binding was graded wherever a contract name was bound again after the exercise used it."""
-    provenance = Provenance(snapshot, assignment.bindings)
+    regions = region_lines(source, cells) if source is not None else None
+    provenance = Provenance(snapshot, assignment.bindings, assignment.exercise_bindings, regions)
     return [note for name in assignment.contract if (note := provenance.rebinding_note(name))]
 
 

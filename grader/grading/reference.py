@@ -1,7 +1,7 @@
 """What the reference solution produces on the installed JAX, measured by running it, never written down.
 
-- facts: the names in `[assignment] reference_facts` from its baseline run (residual counts, compiled memory:
-  they change with the JAX version);
+- facts: the names in `[assignment] reference_facts` from its baseline run without set-up functions (residual
+  counts, compiled memory: they change with the JAX version, and the oracle applies a scenario's changes itself);
 - figures: the figure value named by `[report] figure`, per scenario, drawn beside each student's own.
 
 The runs use the same harness as students; the result is cached (one JSON file under the given folder) keyed
@@ -10,6 +10,7 @@ by the versions of python/jax/jaxlib/numpy and the assignment's fingerprint, so 
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 from concurrent.futures import ThreadPoolExecutor
@@ -102,7 +103,9 @@ def _figures(assignment: Assignment, seeds: dict[str, int] | None = None, runner
 
 
 def _measure(assignment: Assignment, names: list[str]) -> dict[str, Any]:
-    baseline = assignment.scenarios["baseline"]
+    """The facts as the installed JAX gives them: the baseline run without its set-up functions (a scenario may
+    change what the compiler reports; the oracle applies those changes to these facts itself)."""
+    baseline = dataclasses.replace(assignment.scenarios["baseline"], setup=())
     seed = assignment.lesson_seed
     source = assignment.solution_path.read_text()
     snapshot, raw = run_scenario(assignment, baseline, seed, source, assignment.submission_filename)

@@ -14,10 +14,10 @@ from typing import Any
 
 import numpy as np
 
-from grader.runs.evidence import CallEvent, EvidenceSummary, decode_call
+from grader.runs.evidence import Evaluation, EvidenceSummary, Sighting, decode_evaluation, decode_sighting
 from grader.sandbox.process import RawRun
 
-MAX_CALLS = 5000            # call frames kept per run (the harness sends at most its own bound)
+MAX_EVIDENCE = 20000        # evaluations and sightings kept per run, each (the harness sends at most its own bounds)
 MAX_HISTORY = 2000          # bindings kept per contract name
 CELL_FILE = re.compile(r"<cell (\d+)>")
 
@@ -152,7 +152,8 @@ class Statement:
     error: dict | None = None
     placeholder: bool = False      # the statement still holds a `...` (an unfinished TODO)
     cell: int | None = None        # the notebook cell it is in (its line counts from the cell's top)
-    calls_omitted: int = 0         # root calls it made beyond the evidence bounds (its evidence is partial)
+    evaluations_omitted: int = 0   # evaluations it made beyond the evidence bounds (its evidence is partial)
+    sightings_omitted: int = 0
     reads: list[str] = field(default_factory=list)
     mutates: list[str] = field(default_factory=list)
 
@@ -188,7 +189,8 @@ class Snapshot:
     probe_errors: dict[str, dict] = field(default_factory=dict)   # probe -> last error
     # probe -> [(statement, {input name: statement of the binding it used}, value or None, error or None)]
     probe_history: dict[str, list[tuple[int, dict[str, int], Any, dict | None]]] = field(default_factory=dict)
-    calls: list[CallEvent] = field(default_factory=list)          # method evidence, in the order it happened
+    evaluations: list[Evaluation] = field(default_factory=list)   # method evidence, in the order it happened
+    sightings: list[Sighting] = field(default_factory=list)
     evidence: EvidenceSummary = field(default_factory=EvidenceSummary)
     statements: list[Statement] = field(default_factory=list)
     ending: str = "lost"   # completed | sys_exit | setup_failed | killed_wall | exited_early | lost
@@ -287,16 +289,21 @@ def _apply_frame(snap: Snapshot, frame: dict) -> dict | None:
             entry = (_int(frame.get("stmt")), used, value, None)
         if len(entries) < MAX_HISTORY:
             entries.append(entry)
-    elif kind == "call":
-        if len(snap.calls) < MAX_CALLS:
-            snap.calls.append(decode_call(frame, decode_array))
+    elif kind == "evaluation":
+        if len(snap.evaluations) < MAX_EVIDENCE:
+            snap.evaluations.append(decode_evaluation(frame, decode_array))
+    elif kind == "sighting":
+        sighting = decode_sighting(frame, decode_array) if len(snap.sightings) < MAX_EVIDENCE else None
+        if sighting is not None:
+            snap.sightings.append(sighting)
     elif kind == "statement":
         snap.statements.append(Statement(
             index=_int(frame.get("index")), line=_int(frame.get("line")), end_line=_int(frame.get("end_line")),
             assigns=_names(frame.get("assigns")), reads=_names(frame.get("reads")), mutates=_names(frame.get("mutates")),
             status=str(frame.get("status")), seconds=_float(frame.get("seconds")),
             placeholder=frame.get("placeholder") is True, cell=_cell(frame.get("cell")),
-            calls_omitted=max(0, _int(frame.get("calls_omitted"))),
+            evaluations_omitted=max(0, _int(frame.get("evaluations_omitted"))),
+            sightings_omitted=max(0, _int(frame.get("sightings_omitted"))),
             error=_error(frame["error"]) if isinstance(frame.get("error"), dict) else None))
     elif kind == "syntax_error":
         problem = {"line": _int(frame.get("line")), "cell": _cell(frame.get("cell")),
@@ -330,7 +337,8 @@ def _set_ending(snap: Snapshot, raw: RawRun, done: dict | None) -> None:
         snap.soft_limit_hit = bool(done.get("soft_limit_hit"))
         found = done.get("evidence")
         evidence: dict = found if isinstance(found, dict) else {}
-        snap.evidence.calls = max(0, _int(evidence.get("calls")))
+        snap.evidence.evaluations = max(0, _int(evidence.get("evaluations")))
+        snap.evidence.sightings = max(0, _int(evidence.get("sightings")))
         snap.evidence.omitted = max(0, _int(evidence.get("omitted")))
         if evidence.get("problem"):
             snap.evidence.problem = str(evidence["problem"])[:300]

@@ -12,8 +12,9 @@ channel fd:
                                grader's own code raised it)
   {"type": "value", ...}       a contract name whose value changed, encoded as plain data
   {"type": "probe", ...}       a probe result (the assignment's code called on the student's objects)
-  {"type": "call", ...}        method evidence: one root call of student code or of a JAX transformation
-                               (see recorder.py)
+  {"type": "evaluation", ...}  method evidence: a call of student code (or of a jitted function) with concrete
+                               arrays, its arguments and results (see recorder.py)
+  {"type": "sighting", ...}    method evidence: a small array a student expression produced
   {"type": "done", ...}        the file ended, or called sys.exit
 
 Files run as Python runs them: `from __future__` flags carry from statement to statement, `__file__` is a
@@ -39,7 +40,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))   # -I leaves the
 
 from channel import Channel
 from encoding import SoftTimeLimit, encode_value
-from recorder import OBSERVE_NAME, Recorder
+from recorder import OBSERVE_NAME, SEEN_NAME, Recorder
 from startup import install_syscall_filter, use_compilation_cache
 from statements import (
     Observe,
@@ -160,7 +161,19 @@ class Harness:
             return
         self.trusted = types.SimpleNamespace(**real)
         self.namespace[OBSERVE_NAME] = self.recorder.observe
+        self.namespace[SEEN_NAME] = self.recorder.seen
         self.channel.send({"type": "evidence_installed"})
+
+    def end_evidence(self):
+        """The statement's evidence flushed (compiled programs' callbacks awaited, within the grace budget); the
+        counts of evaluations and sightings left out at the bounds."""
+        self.timer.arm(self.timer.grace)
+        try:
+            return self.recorder.end_statement()
+        except SoftTimeLimit:
+            return 0, 0
+        finally:
+            self.timer.disarm()
 
     def run_setup(self):
         module = {"__name__": "scenario_setup", "__builtins__": __builtins__}
@@ -286,8 +299,8 @@ class Harness:
                 record["error"] = format_error(error, self.student_files)
             finally:
                 self.timer.disarm()
+            record["evaluations_omitted"], record["sightings_omitted"] = self.end_evidence()
             record["seconds"] = round(time.monotonic() - started, 4)
-            record["calls_omitted"] = self.recorder.take_omitted()
             self.channel.send(record)
             self.stream_values(index)
             self.run_probes(index)
@@ -321,8 +334,7 @@ def serve(job):
     sys.path.insert(0, os.getcwd())
     outcome = harness.run()
     outcome["soft_limit_hit"] = harness.timer.expired
-    outcome["evidence"] = {"calls": harness.recorder.sent, "omitted": harness.recorder.omitted,
-                           "problem": harness.recorder.problem}
+    outcome["evidence"] = harness.recorder.summary()
     channel.send({"type": "done", **outcome})
     for stream in (sys.stdout, sys.stderr):
         try:
