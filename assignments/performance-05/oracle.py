@@ -227,8 +227,9 @@ def build(seed: int, facts: dict, scenario: Any = None, parameters: dict | None 
     """Entry point the framework calls: one oracle per scenario (its seed, set-up and parameters) and reference
     run (its facts)."""
     w, x = lesson_inputs(seed)
-    return Oracle(seed=seed, w=w, x=x, facts=facts, setup=tuple(getattr(scenario, "setup", ())),
-                  rules=Rules.from_parameters(parameters), batch_seed=batch_seed)
+    setup = tuple(getattr(scenario, "setup", ()))
+    rules = Rules.from_parameters(parameters) if "nudge_derivative_rules" in setup else TRUE
+    return Oracle(seed=seed, w=w, x=x, facts=facts, setup=setup, rules=rules, batch_seed=batch_seed)
 
 
 # ---- sizing the nudges ----------------------------------------------------------------------------------------

@@ -34,6 +34,7 @@ BYTE_FIELDS = ("argument_size_in_bytes", "output_size_in_bytes", "temp_size_in_b
                "host_output_size_in_bytes", "host_temp_size_in_bytes", "host_alias_size_in_bytes",
                "host_generated_code_size_in_bytes")
 BAND = 1 << 16
+_ORIGINALS = {}    # JAX's own functions and rules, kept on the first change (calling a set-up twice changes from them)
 
 
 def missing_position(memory_key):
@@ -131,8 +132,9 @@ def nudge_derivative_rules(tanh_slope_cosines, tanh_curvature, checkpoint_curvat
     a residual). Second derivative: the (1 - h) factor of the rule carries `1 + curvature * z(h)`, where z is a
     primitive that is zero with derivative one: it folds away in a first-order program and contributes
     curvature * (1 - h^2)^2 (1 + delta)^2 to the second derivative. Inside a function wrapped by jax.checkpoint,
-    tanh uses `tanh_curvature + checkpoint_curvature`. jax.experimental.jet follows the same first and second
-    derivatives."""
+    tanh uses `tanh_curvature + checkpoint_curvature` (unless the checkpointed function differentiates it itself, as
+    jax.checkpoint around a gradient function does: only an objective rematerialized *inside* the differentiation
+    feels it). jax.experimental.jet follows the same first and second derivatives."""
     import contextlib
     import functools
     import math
@@ -178,7 +180,7 @@ def nudge_derivative_rules(tanh_slope_cosines, tanh_curvature, checkpoint_curvat
     state = threading.local()
 
     ad.defjvp2(lax.tanh_p, lambda g, ans, x, **params: tangent(g, ans, curvature))
-    real_tanh = jnp.tanh
+    real_tanh = _ORIGINALS.setdefault("tanh", jnp.tanh)
 
     @jax.custom_jvp
     def tanh_in_checkpoint(x):
@@ -189,9 +191,21 @@ def nudge_derivative_rules(tanh_slope_cosines, tanh_curvature, checkpoint_curvat
         ans = real_tanh(primals[0])
         return ans, tangent(tangents[0], ans, curvature + extra)
 
+    def differentiated_inside(value):
+        """The checkpointed function itself differentiates this value (jax.checkpoint around a gradient or an HVP
+        function): its tanh is not part of a rematerialized objective being differentiated from outside."""
+        for _ in range(16):
+            name = type(value).__name__
+            if name in ("JVPTracer", "LinearizeTracer", "JaxprTracer", "JetTracer"):
+                return True
+            if name != "BatchTracer":
+                return False
+            value = value.val
+        return False
+
     @functools.wraps(real_tanh)
     def tanh(x, *args, **kwargs):
-        if getattr(state, "depth", 0) and not args and not kwargs:
+        if getattr(state, "depth", 0) and not args and not kwargs and not differentiated_inside(x):
             with contextlib.suppress(Exception):
                 return tanh_in_checkpoint(x)
         return real_tanh(x, *args, **kwargs)
@@ -209,7 +223,7 @@ def nudge_derivative_rules(tanh_slope_cosines, tanh_curvature, checkpoint_curvat
 
         return function
 
-    real_checkpoint = jax.checkpoint
+    real_checkpoint = _ORIGINALS.setdefault("checkpoint", jax.checkpoint)
 
     @functools.wraps(real_checkpoint)
     def checkpoint(fun=None, *args, **kwargs):
@@ -221,19 +235,22 @@ def nudge_derivative_rules(tanh_slope_cosines, tanh_curvature, checkpoint_curvat
             wrapped = fun
         return real_checkpoint(wrapped, *args, **kwargs)
 
+    checkpoint.nudged = True
     for module in (jax, jax.ad_checkpoint):
         for name in ("checkpoint", "remat"):
-            if getattr(module, name, None) is real_checkpoint:
+            current = getattr(module, name, None)
+            if current is real_checkpoint or getattr(current, "nudged", False):
                 setattr(module, name, checkpoint)
     try:
         from jax.experimental import jet
     except Exception:
         return
-    original_taylor = jet.jet_rules[lax.tanh_p]
+    original_taylor = _ORIGINALS.setdefault("taylor", jet.jet_rules[lax.tanh_p])
     jet.jet_rules[vanishing_p] = lambda primals_in, series_in, **_: (vanishing_p.bind(primals_in[0]), list(series_in[0]))
 
     def tanh_taylor(primals_in, series_in, **params):
-        y0, series = original_taylor(primals_in, series_in, **params)
+        _, series = original_taylor(primals_in, series_in, **params)
+        y0 = lax.tanh(primals_in[0])   # jet's own primal (through the logistic) is less accurate in float32
         terms, = series_in
         if not series or not floating(y0):
             return y0, series

@@ -67,17 +67,18 @@ class Steps:
     along: list[tuple[float, PointValue]] = field(default_factory=list)
     off_line: list[PointValue] = field(default_factory=list)
     at_base: list[PointValue] = field(default_factory=list)
+    rounding: float = 0.0      # how far float32 rounding alone moves a point off its place (max-norm)
 
     def opposite_pairs(self, rtol: float = 1e-2) -> list[tuple[float, PointValue, PointValue]]:
         """(h, value at base + h v, value at base - h v) for every step taken both ways (a central difference),
-        smallest mismatch first."""
+        smallest mismatch first; steps match to `rtol` or to the rounding of the points."""
         minus = [(s, p) for s, p in self.along if s < 0]
         pairs = []
         for s, plus in self.along:
             if s <= 0:
                 continue
             for t, other in minus:
-                if abs(s + t) <= rtol * s:
+                if abs(s + t) <= rtol * s + 2 * self.rounding:
                     pairs.append((abs(s + t), (s - t) / 2, plus, other))
         pairs.sort(key=lambda item: item[0])
         return [(h, plus, other) for _, h, plus, other in pairs]
@@ -98,16 +99,16 @@ def steps_from(pairs: Iterable[PointValue], base: np.ndarray, direction: np.ndar
     """Classify the points within `radius` (max-norm) of `base` by how they lie relative to base + s * direction.
 
     A point counts as on the line when it is there to the float32 rounding of `base + s * direction` (as a run
-    computes it), and at the base when it differs from it by rounding alone."""
-    steps = Steps()
+    computes it), and at the base only when it is the base itself."""
     base = np.asarray(base, dtype=np.float64)
     direction = np.asarray(direction, dtype=np.float64)
     norm2 = float(direction @ direction)
-    rounding = 4 * SINGLE * (float(np.max(np.abs(base))) if base.size else 1.0)
+    rounding = 2 * SINGLE * (float(np.max(np.abs(base))) if base.size else 1.0)
+    steps = Steps(rounding=rounding)
     for pair in pairs:
         offset = pair.point - base
         size = float(np.max(np.abs(offset))) if offset.size else 0.0
-        if size <= rounding:
+        if size <= 1e-12 * max(rounding, 1e-300):
             steps.at_base.append(pair)
             continue
         if size > radius or norm2 == 0:
