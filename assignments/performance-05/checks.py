@@ -307,22 +307,17 @@ def automatic_is_gradient_dot_ones(run, oracle, settings):
     if abs(automatic - expected) <= tolerance:
         return "`automatic` is JAX's autodiff of the objective, dotted with the all-ones direction."
     assert math.isfinite(automatic), f"`automatic` is {automatic!r}; the directional derivative is a finite number."
+    assert not any(rounding_units(automatic, q) <= settings.finite_rounding_units
+                   for q in _recorded_differences(run, oracle, settings, "automatic")), (
+        f"`automatic` = {fmt(automatic)} is a difference quotient (the central difference of your own evaluations of "
+        "the objective), not automatic differentiation: it did not follow the derivative rules JAX used in this run. "
+        "Differentiate the objective with JAX and take the dot product with the all-ones direction.")
     exact = float(oracle.gradient.sum())
     assert abs(automatic - exact) > tolerance, (
         f"`automatic` = {fmt(automatic)} is the exact directional derivative, but not what JAX's automatic "
         f"differentiation of the objective returned in this run ({fmt(expected)}; the grader's runs nudge JAX's "
         "derivative rules by tiny amounts that only autodiff follows): it was computed another way (a NumPy recurrence, "
         "a formula or a typed number). The exercise asks for the gradient by JAX autodiff, dotted with the direction.")
-    try:
-        eps = as_number(run["eps"], "`eps`")
-    except AssertionError:
-        eps = None
-    if eps and eps > 0:
-        central = oracle.differences(oracle.ones, eps)["central"]
-        assert abs(automatic - central) > _difference_noise(oracle, eps, settings), (
-            f"`automatic` = {fmt(automatic)} is a difference quotient (the central difference at your eps), not "
-            "automatic differentiation: it did not follow the derivative rules JAX used in this run. Differentiate the "
-            "objective with JAX and take the dot product with the all-ones direction.")
     for vector in vectors(run.sightings(until="automatic"), settings.width):
         if not np.allclose(vector, oracle.ones) and abs(automatic - float(gradient @ vector)) <= tolerance:
             raise AssertionError(
@@ -334,20 +329,35 @@ def automatic_is_gradient_dot_ones(run, oracle, settings):
         "`plain`), at which point (`x`), and the dot product with the all-ones direction.")
 
 
-def _difference_noise(oracle, eps, settings):
-    """How far a float32 central difference at step eps may lie from the float64 one: the rounding of two
-    objective values, divided by 2 eps."""
-    scale = abs(oracle.value) + float(np.sum(np.abs(oracle.gradient))) * float(np.max(np.abs(oracle.x)))
-    return settings.evaluation_rounding * SINGLE * scale / eps
-
-
 SINGLE = float(np.finfo(np.float32).eps)
 
 
-def _objective_values(run, oracle, settings):
-    """The (point, value) pairs the run recorded before `finite`, split into those whose value is the objective's
-    at that point (verified against the oracle) and those that are not."""
-    pairs = point_values(run.evaluations(until="finite"), settings.width)
+def _reported_eps(run):
+    """The student's `eps` as a positive number, or None (a check that does not need it must not fail on it)."""
+    if not run.has("eps"):
+        return None
+    try:
+        eps = as_number(run["eps"], "`eps`")
+    except AssertionError:
+        return None
+    return eps if math.isfinite(eps) and eps > 0 else None
+
+
+def _recorded_differences(run, oracle, settings, until):
+    """Every central difference the run's own recorded evaluations of the objective along (1,…,1) give, up to
+    `until`'s binding, divided by twice the reported eps (as a student's arithmetic may have done it)."""
+    eps = _reported_eps(run)
+    if eps is None:
+        return []
+    genuine, _ = _objective_values(run, oracle, settings, until)
+    steps = steps_from(genuine, oracle.x, oracle.ones, 8 * max(eps, settings.eps_max))
+    return [q for _, plus, minus in steps.opposite_pairs() for q in central_quotients(plus, minus, eps)]
+
+
+def _objective_values(run, oracle, settings, until="finite"):
+    """The (point, value) pairs the run recorded up to `until`'s binding, split into those whose value is the
+    objective's at that point (verified against the oracle) and those that are not."""
+    pairs = point_values(run.evaluations(until=until), settings.width)
     genuine, other = [], []
     for pair in pairs:
         expected = oracle.value_at(pair.point)
@@ -386,6 +396,11 @@ def _finite_diagnosis(run, oracle, settings, finite, eps, steps, steps_used, oth
         step = min(steps_used, key=lambda h: abs(h - eps))
         pair = steps.opposite_pairs()[steps_used.index(step)]
         quotient = central_quotients(pair[1], pair[2], eps)[0]
+        divided_by_step = central_quotients(pair[1], pair[2], step)[0]
+        if abs(step - eps) > settings.step_match * eps + steps.rounding:
+            assert abs(finite - divided_by_step) > settings.step_match * abs(divided_by_step), (
+                f"`finite` is the central difference at x ± {step:.3g}·v (divided by twice that step), but `eps` is "
+                f"{eps:g}: report as `eps` the step you took.{caveat}")
         for factor, wording in ((2.0, "divided by ε instead of 2ε"), (0.5, "divided by 4ε instead of 2ε")):
             assert rounding_units(finite, factor * quotient) > 2 * settings.finite_rounding_units, (
                 f"`finite` = {fmt(finite)} is {factor:g} times the central difference of your two evaluations at "
