@@ -28,7 +28,6 @@ class PointValue:
     stmt: int
     point: np.ndarray      # the argument (float64 copy of what the run passed)
     value: float           # the number returned there
-    single: bool           # it came back in float32 or lower precision
     traced: bool           # reported by a compiled program as it ran
 
 
@@ -44,11 +43,10 @@ def point_values(evaluations: Iterable[Evaluation], width: int) -> list[PointVal
             for result in numbers:
                 if result.size != len(rows):
                     continue
-                single = result.dtype.itemsize <= 4
                 for row, value in zip(rows, result.reshape(-1)):
                     if np.isfinite(value) and np.all(np.isfinite(row)):
                         found.append(PointValue(evaluation.stmt, np.asarray(row, dtype=np.float64), float(value),
-                                                single, evaluation.traced))
+                                                evaluation.traced))
         if len(found) >= MAX_POINTS:
             break
     return found
