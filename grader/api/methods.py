@@ -17,7 +17,8 @@ import numpy as np
 
 from grader.runs.evidence import Evaluation, Sighting
 
-SINGLE = np.finfo(np.float32).eps     # 2^-23: the rounding unit of the float32 numbers JAX computes with
+SINGLE = float(np.finfo(np.float32).eps)     # 2^-23: the rounding unit of the float32 numbers JAX computes with
+TINY = float(np.finfo(np.float32).tiny)
 MAX_POINTS = 20000
 
 
@@ -135,7 +136,7 @@ def central_quotients(plus: PointValue, minus: PointValue, step: float) -> list[
 
 def rounding_units(a: float, b: float) -> float:
     """|a - b| in units of float32 rounding at b's size (how many last digits of a float32 number apart)."""
-    unit = SINGLE * max(abs(b), np.finfo(np.float32).tiny)
+    unit = SINGLE * max(abs(b), TINY)
     return abs(a - b) / unit
 
 
