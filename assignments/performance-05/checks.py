@@ -40,6 +40,7 @@ from grader.api.values import (
 )
 
 LABELS = ("plain", "remat")
+SINGLE = float(np.finfo(np.float32).eps)   # float32's rounding unit: JAX's numbers carry it
 
 
 # ---- gradients ------------------------------------------------------------------------------------
@@ -341,9 +342,6 @@ def _difference_noise(oracle, eps, settings):
     return settings.evaluation_rounding * SINGLE * scale / eps
 
 
-SINGLE = float(np.finfo(np.float32).eps)
-
-
 def _objective_values(run, oracle, settings):
     """The (point, value) pairs the run recorded before `finite`, split into those whose value is the objective's
     at that point (verified against the oracle) and those that are not."""
@@ -380,7 +378,8 @@ def _finite_diagnosis(run, oracle, settings, finite, eps, steps, steps_used, oth
     """Why `finite` is not a central difference of recorded evaluations, in words that are true of this run."""
     gap = run.evidence_gaps(until="finite")
     caveat = f" (Note: {gap}.)" if gap else ""
-    exact = {"JAX's autodiff": float(oracle.autodiff_gradient.sum()), "the exact derivative": float(oracle.gradient.sum())}
+    exact = {"the derivative JAX's autodiff gives": float(oracle.autodiff_gradient.sum()),
+             "the exact derivative": float(oracle.gradient.sum())}
     looks = next((label for label, value in exact.items() if rounding_units(finite, value) <= 4), None)
     if steps_used:
         step = min(steps_used, key=lambda h: abs(h - eps))
@@ -411,8 +410,8 @@ def _finite_diagnosis(run, oracle, settings, finite, eps, steps, steps_used, oth
                 f"a central difference evaluates the original objective itself at x + ε·v and x − ε·v.{caveat}")
     value_hint = f" Its value equals {looks}." if looks else ""
     return ("`finite` does not come from a central difference: before it was computed, your file evaluated the "
-            "objective at no pair of points x + ε·v and x − ε·v (the grader records every call of your functions and "
-            f"of jitted functions with the arrays passed, also inside jit and vmap).{value_hint} Evaluate the "
+            "objective at no pair of points x + ε·v and x − ε·v (the grader records the calls of your functions and of "
+            f"jitted ones with the arrays passed, also inside jit and vmap).{value_hint} Evaluate the "
             f"objective at both points and divide the difference of the two values by 2ε.{caveat}")
 
 
