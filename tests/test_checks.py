@@ -150,11 +150,14 @@ def one_sided(oracle, step) -> float:
 
 
 def real_number(value) -> float | None:
+    """A step the lesson's code could evaluate at (a finite real number or one-element array), else None."""
+    if isinstance(value, (bool, str)) or value is None:
+        return None
     try:
         number = float(np.asarray(value, dtype=np.float64).reshape(-1)[0])
     except (TypeError, ValueError, IndexError):
         return None
-    return number if math.isfinite(number) and not isinstance(value, (bool, str)) else None
+    return number if math.isfinite(number) else None
 
 
 def bound_at(events, name, stmt):
@@ -271,18 +274,17 @@ def view(assignment, snap, regions=None) -> RunView:
     return RunView(snap, assignment.bindings, assignment.exercise_bindings, regions)
 
 
-def check(assignment, oracles, function_name, events, scenario="baseline", regions=None, **kwargs):
-    """Evaluate one check function on one scenario: (fraction, feedback)."""
-    spec = spec_of(assignment, function_name)
-    snap = make_snapshot(oracles[scenario], scenario, events, **kwargs)
-    return evaluate(assignment.check_function(spec.function), spec, view(assignment, snap, regions),
-                    oracles[scenario], assignment.settings)
-
-
 def check_snapshot(assignment, oracles, function_name, snap, regions=None):
+    """Evaluate one check function on one scenario's snapshot: (fraction, feedback)."""
     spec = spec_of(assignment, function_name)
     return evaluate(assignment.check_function(spec.function), spec, view(assignment, snap, regions),
                     oracles[snap.scenario], assignment.settings)
+
+
+def check(assignment, oracles, function_name, events, scenario="baseline", regions=None, **kwargs):
+    """Evaluate one check function on a snapshot made from events (make_snapshot's keyword arguments pass on)."""
+    snap = make_snapshot(oracles[scenario], scenario, events, **kwargs)
+    return check_snapshot(assignment, oracles, function_name, snap, regions)
 
 
 def results_by_id(assignment, oracles, base, variant, regions=None, **kwargs):
@@ -809,9 +811,9 @@ def test_decoy_evaluations_with_the_exact_slope_reported_fail(assignment, oracle
     events = base_events if scenario == "baseline" else variant_events
     oracle = oracles[scenario]
     exact, autodiff = single(oracle.gradient.sum()), single(oracle.autodiff_gradient.sum())
-    for reported, named in ((exact, "the exact derivative"), (autodiff, "JAX's autodiff")):
+    for reported, named in ((exact, "the exact derivative"), (autodiff, "the derivative JAX's autodiff gives")):
         if scenario == "baseline":
-            named = "JAX's autodiff"           # one number in the baseline: its derivative rules are JAX's own
+            named = "the derivative JAX's autodiff gives"    # one number in the baseline: its rules are JAX's own
         fraction, feedback = finite_check(assignment, oracles, replace(events, "finite", reported), scenario)
         assert fraction == 0, feedback
         assert "Your file evaluated the objective at x ± 0.001·v" in feedback and f"It equals {named} instead." in feedback
@@ -829,7 +831,7 @@ def test_no_evaluations_at_all_fail_without_a_fallback(assignment, oracles, base
         assert "Note:" not in feedback
     fraction, feedback = finite_check(assignment, oracles, replace(base_events, "finite", single(oracle.gradient.sum())),
                                       evaluations=[])
-    assert fraction == 0 and "Its value equals JAX's autodiff." in feedback
+    assert fraction == 0 and "Its value equals the derivative JAX's autodiff gives." in feedback
 
 
 def test_evaluations_after_finite_do_not_count(assignment, oracles, base_events):

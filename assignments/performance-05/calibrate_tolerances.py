@@ -122,8 +122,8 @@ def main() -> None:
         apart("hvp: exact (NumPy) vs autodiff", relative_error(oracle.true_hvp(v), oracle.hvp(v)) / s.hvp_tolerance)
         for eps in (1e-4, 3e-4, 1e-3, 3e-3, 1e-2, 3e-2):
             up, down = plain(x + eps * ones), plain(x - eps * ones)
-            plus = PointValue(0, np.asarray(x + eps * ones, np.float64), float(up), True, False)
-            minus = PointValue(0, np.asarray(x - eps * ones, np.float64), float(down), True, False)
+            plus = PointValue(0, np.asarray(x + eps * ones, np.float64), float(up), False)
+            minus = PointValue(0, np.asarray(x - eps * ones, np.float64), float(down), False)
             for point in (plus, minus):
                 noise = s.evaluation_rounding * SINGLE * (abs(oracle.value_at(point.point)) + scale * float(np.max(np.abs(point.point))))
                 used("evaluation_rounding (objective in float32)", abs(point.value - oracle.value_at(point.point)) / noise)

@@ -40,6 +40,7 @@ from grader.api.values import (
 )
 
 LABELS = ("plain", "remat")
+SINGLE = float(np.finfo(np.float32).eps)   # float32's rounding unit: JAX's numbers carry it
 
 
 # ---- gradients ------------------------------------------------------------------------------------
@@ -329,9 +330,6 @@ def automatic_is_gradient_dot_ones(run, oracle, settings):
         "`plain`), at which point (`x`), and the dot product with the all-ones direction.")
 
 
-SINGLE = float(np.finfo(np.float32).eps)
-
-
 def _reported_eps(run):
     """The student's `eps` as a positive number, or None (a check that does not need it must not fail on it)."""
     if not run.has("eps"):
@@ -390,7 +388,8 @@ def _finite_diagnosis(run, oracle, settings, finite, eps, steps, steps_used, oth
     """Why `finite` is not a central difference of recorded evaluations, in words that are true of this run."""
     gap = run.evidence_gaps(until="finite")
     caveat = f" (Note: {gap}.)" if gap else ""
-    exact = {"JAX's autodiff": float(oracle.autodiff_gradient.sum()), "the exact derivative": float(oracle.gradient.sum())}
+    exact = {"the derivative JAX's autodiff gives": float(oracle.autodiff_gradient.sum()),
+             "the exact derivative": float(oracle.gradient.sum())}
     looks = next((label for label, value in exact.items() if rounding_units(finite, value) <= 4), None)
     if steps_used:
         step = min(steps_used, key=lambda h: abs(h - eps))
@@ -426,8 +425,8 @@ def _finite_diagnosis(run, oracle, settings, finite, eps, steps, steps_used, oth
                 f"a central difference evaluates the original objective itself at x + ε·v and x − ε·v.{caveat}")
     value_hint = f" Its value equals {looks}." if looks else ""
     return ("`finite` does not come from a central difference: before it was computed, your file evaluated the "
-            "objective at no pair of points x + ε·v and x − ε·v (the grader records every call of your functions and "
-            f"of jitted functions with the arrays passed, also inside jit and vmap).{value_hint} Evaluate the "
+            "objective at no pair of points x + ε·v and x − ε·v (the grader records the calls of your functions and of "
+            f"jitted ones with the arrays passed, also inside jit and vmap).{value_hint} Evaluate the "
             f"objective at both points and divide the difference of the two values by 2ε.{caveat}")
 
 

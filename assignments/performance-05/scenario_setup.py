@@ -34,7 +34,7 @@ BYTE_FIELDS = ("argument_size_in_bytes", "output_size_in_bytes", "temp_size_in_b
                "host_output_size_in_bytes", "host_temp_size_in_bytes", "host_alias_size_in_bytes",
                "host_generated_code_size_in_bytes")
 BAND = 1 << 16
-_ORIGINALS = {}    # JAX's own functions and rules, kept on the first change (calling a set-up twice changes from them)
+_ORIGINALS: dict = {}    # JAX's own functions and rules, kept on the first change (calling a set-up twice changes from them)
 
 
 def missing_position(memory_key):

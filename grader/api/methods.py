@@ -17,7 +17,8 @@ import numpy as np
 
 from grader.runs.evidence import Evaluation, Sighting
 
-SINGLE = np.finfo(np.float32).eps     # 2^-23: the rounding unit of the float32 numbers JAX computes with
+SINGLE = float(np.finfo(np.float32).eps)     # 2^-23: the rounding unit of the float32 numbers JAX computes with
+TINY = float(np.finfo(np.float32).tiny)
 MAX_POINTS = 20000
 
 
@@ -28,7 +29,6 @@ class PointValue:
     stmt: int
     point: np.ndarray      # the argument (float64 copy of what the run passed)
     value: float           # the number returned there
-    single: bool           # it came back in float32 or lower precision
     traced: bool           # reported by a compiled program as it ran
 
 
@@ -44,11 +44,10 @@ def point_values(evaluations: Iterable[Evaluation], width: int) -> list[PointVal
             for result in numbers:
                 if result.size != len(rows):
                     continue
-                single = result.dtype.itemsize <= 4
                 for row, value in zip(rows, result.reshape(-1)):
                     if np.isfinite(value) and np.all(np.isfinite(row)):
                         found.append(PointValue(evaluation.stmt, np.asarray(row, dtype=np.float64), float(value),
-                                                single, evaluation.traced))
+                                                evaluation.traced))
         if len(found) >= MAX_POINTS:
             break
     return found
@@ -137,7 +136,7 @@ def central_quotients(plus: PointValue, minus: PointValue, step: float) -> list[
 
 def rounding_units(a: float, b: float) -> float:
     """|a - b| in units of float32 rounding at b's size (how many last digits of a float32 number apart)."""
-    unit = SINGLE * max(abs(b), np.finfo(np.float32).tiny)
+    unit = SINGLE * max(abs(b), TINY)
     return abs(a - b) / unit
 
 
