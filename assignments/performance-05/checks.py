@@ -38,6 +38,7 @@ from grader.api.values import (
     fmt,
     plain_data,
 )
+from grader.runs.snapshot import Missing
 
 LABELS = ("plain", "remat")
 SINGLE = float(np.finfo(np.float32).eps)   # float32's rounding unit: JAX's numbers carry it
@@ -447,7 +448,7 @@ def _candidate_directions(run, settings, name):
     found = vectors(run.sightings(until=name), settings.width)
     try:
         found.insert(0, as_vector(run["direction"], "`direction`", settings.width))
-    except (AssertionError, KeyError, Exception):
+    except (AssertionError, Missing):   # no usable `direction`: the sightings alone
         pass
     return found
 

@@ -52,11 +52,12 @@ def reported_memory(real, memory_key, index, hide_one):
     position = index % 2
     if hide_one and position == missing_position(memory_key):
         return None
-    base = 16 * random.Random("base:%d" % memory_key).randrange(1 << 12, 1 << 20)
+    world = "partial" if hide_one else "whole"      # the two scenarios' figures differ even for one key
+    base = 16 * random.Random("base:%s:%d" % (world, memory_key)).randrange(1 << 12, 1 << 20)
     moved = {}
     for name, value in real.items():
         rank = BYTE_FIELDS.index(name) if name in BYTE_FIELDS else len(BYTE_FIELDS) + sorted(real).index(name)
-        jitter = 16 * random.Random("jitter:%d:%s" % (memory_key, name)).randrange(BAND // 64)
+        jitter = 16 * random.Random("jitter:%s:%d:%s" % (world, memory_key, name)).randrange(BAND // 64)
         moved[name] = int(value) + base + rank * BAND + jitter
     return moved
 
