@@ -16,6 +16,7 @@ from grader.grading.engine import (
     reported_faults,
     run_checks,
 )
+from grader.grading.reference_runs import reference_runs
 from grader.intake.discovery import Submission
 from grader.intake.notebook import Cell, joined_line_places
 from grader.intake.regions import unfinished_exercises
@@ -38,7 +39,7 @@ def grade(assignment: Assignment, submission: Submission, facts: dict, variant_s
         futures = {name: pool.submit(_run, assignment, name, seed, submission, runner) for name, seed in seeds.items()}
         snapshots: dict[str, Snapshot] = {name: future.result()[0] for name, future in futures.items()}
     oracles = {name: build_oracle(assignment, name, seed, facts) for name, seed in seeds.items()}
-    checks = run_checks(assignment, snapshots, oracles)
+    checks = run_checks(assignment, snapshots, oracles, reference_runs(assignment, seeds, runner))
     messages = list(submission.notes) + unfinished_message(submission.source, submission.cells)
     faults = grader_faults(snapshots)
     for name, snapshot in snapshots.items():
@@ -49,8 +50,9 @@ def grade(assignment: Assignment, submission: Submission, facts: dict, variant_s
         messages.append(f"The grader's own code failed in the {', '.join(faults)} run (not your fault); no check was "
                         "marked down because of it.")
     broken = {c.id: c.grader_error for c in checks if c.grader_error}
-    if broken:
-        messages.append(f"The grader's check {', '.join(broken)} failed on its own (a bug in the grader, not in your "
+    excused = [c.id for c in checks if c.excused]
+    if excused:
+        messages.append(f"The grader's check {', '.join(excused)} failed on its own (a bug in the grader, not in your "
                         "work); it was not marked down. Your instructor has been told.")
     isolation = sorted({s.isolation for s in snapshots.values()})
     messages.append(f"{ISOLATION_PREFIX}{', '.join(isolation)}.")
@@ -59,7 +61,7 @@ def grade(assignment: Assignment, submission: Submission, facts: dict, variant_s
     if faults:
         record["grader_faults"] = {name: found for name, found in faults.items()}
     if broken:
-        record["check_errors"] = broken   # for the instructor: check id -> the traceback of the check's own failure
+        record["check_errors"] = broken   # for the instructor: check id -> where it raised, excused or charged, and why
     reported = reported_faults(snapshots)
     if reported:
         record["reported_grader_faults"] = reported   # for the instructor: not trusted, not excused
