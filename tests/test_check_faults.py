@@ -127,3 +127,43 @@ def test_a_partial_fraction_that_is_not_a_number_gives_nothing(fraction):
     assignment = with_check(lambda run, oracle, settings: Partial(fraction, "some"))
     (result,) = run_checks(assignment, student(), ORACLES, reference())
     assert result.score == 0
+
+
+# ---- with real runs: the tiny lesson, its reference solution run by grader/grading/reference_runs.py ----------
+
+TINY_ROOT = Path(__file__).resolve().parent / "fixtures" / "tiny_project"
+
+
+def careless(run, oracle, settings):
+    """A check written without the coercions: math.isclose raises TypeError on a string."""
+    assert math.isclose(run["area"], oracle.area(run["radius"])), "`area` should be pi * radius ** 2."
+
+
+def broken(run, oracle, settings):
+    return run["area"] / 0
+
+
+@pytest.mark.parametrize("function, source, excused", [
+    (careless, "radius = 2.0\narea = '12.566'\nside = 3.5\n", False),
+    (careless, "import math\nradius = 2.0\narea = math.pi * 4\nside = 3.5\n", None),   # passes: nothing raised
+    (broken, "import math\nradius = 2.0\narea = math.pi * 4\nside = 3.5\n", True),
+])
+def test_the_reference_solution_is_run_for_real_when_a_check_raises(tmp_path, function, source, excused):
+    from grader.grading.grade import grade
+    from grader.intake.discovery import load_single
+
+    tiny = load("tiny", TINY_ROOT)
+    assignment = dataclasses.replace(tiny, check_module=types.SimpleNamespace(area_is_pi_r_squared=function))
+    path = tmp_path / "tiny.py"
+    path.write_text(source)
+    record = grade(assignment, load_single(path, "tiny.py", 65536), {}, 99)
+    (check,) = [c for c in record["checks"] if c["id"] == "area.value"]
+    if excused is None:
+        assert check["score"] == 1 and "check_errors" not in record
+    elif excused:
+        assert check["score"] == 1 and "excused: it raises alike" in record["check_errors"]["area.value"]
+        assert any("failed on its own" in m for m in record["messages"])
+    else:
+        assert check["score"] == 0 and "charged to the submission" in record["check_errors"]["area.value"]
+        assert "(the reference solution's values do not)" in check["feedback"]
+        assert not any("failed on its own" in m for m in record["messages"])

@@ -72,6 +72,22 @@ def parse(rendered: str) -> Tags:
     return tags
 
 
+OWN_TAGS = {"ul", "li", "p", "strong", "code", "br", "pre", "h1", "h2", "table", "thead", "tbody", "tr", "th", "td"}
+
+
+def inert_problems(rendered: str, headings: dict[str, int] | None = None, tables: int = 0) -> list[str]:
+    """What in a rendered page the grader did not write itself: tags beyond its own, more headings or tables than
+    it writes (`headings`: tag -> at most how many)."""
+    tags = parse(rendered).tags
+    problems = [f"<{tag}>" for tag in sorted(set(tags) - OWN_TAGS)]
+    for tag, most in {"h1": 0, "h2": 0, **(headings or {})}.items():
+        if tags.count(tag) > most:
+            problems.append(f"{tags.count(tag)} <{tag}>")
+    if tags.count("table") > tables:
+        problems.append(f"{tags.count('table')} <table>")
+    return problems
+
+
 def shown(text: str) -> str:
     """The characters a reader sees, backticks (code span delimiters) and whitespace aside (a code span drops a
     space at each end, and the renderers join lines)."""

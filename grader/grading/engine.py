@@ -18,6 +18,7 @@ Where the reference's run is not at hand (a student bundle ships no solution) th
 from __future__ import annotations
 
 import math
+import numbers
 import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -200,7 +201,7 @@ def evaluate(function, spec: CheckSpec, view: RunView, oracle: Any, settings: An
         raise CheckBug(f"{spec.function} raised {type(error).__name__}: {str(error)[:300]}", trace,
                        type(error).__name__, (type(error).__name__, frames)) from error
     if isinstance(outcome, Partial):
-        fraction = float(outcome.fraction) if isinstance(outcome.fraction, (int, float)) else 0.0
+        fraction = float(outcome.fraction) if isinstance(outcome.fraction, numbers.Real) else 0.0
         return (max(0.0, min(1.0, fraction)) if math.isfinite(fraction) else 0.0), str(outcome.note)
     return 1.0, outcome if isinstance(outcome, str) else "Passed."
 

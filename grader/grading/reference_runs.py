@@ -44,8 +44,11 @@ def _run(assignment: Assignment, scenario: str, seed: int, runner: Runner | None
     except (OSError, UnicodeDecodeError):
         return None
     for chosen in (runner, None):   # a run the sandbox could not set up is tried once more, fresh
-        snapshot, _ = run_scenario(assignment, assignment.scenarios[scenario], seed, source,
-                                   assignment.submission_filename, chosen)
+        try:
+            snapshot, _ = run_scenario(assignment, assignment.scenarios[scenario], seed, source,
+                                       assignment.submission_filename, chosen)
+        except Exception:  # noqa: BLE001 -- no yardstick then (the raise is not excused), never a failed record
+            return None
         if not snapshot.setup_error:
             break
     if snapshot.setup_error or snapshot.ending != "completed" or snapshot.failed_statements:
