@@ -684,7 +684,7 @@ def test_byte_panel_when_available(assignment, oracles, base_events):
 # ---- eps ----------------------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("eps, fragment", [(1e-6, "outside"), (0.1, "outside"), (-1e-3, "positive"), (0.0, "positive"),
-                                           (math.nan, "positive"), (math.inf, "positive"), ("0.001", "single real number"),
+                                           (math.nan, "finite number"), (math.inf, "finite number"), ("0.001", "single real number"),
                                            (True, "single real number"), (None, "single real number")])
 def test_eps_out_of_range(assignment, oracles, base_events, eps, fragment):
     fraction, feedback = check(assignment, oracles, "eps_is_a_sensible_step", replace(base_events, "eps", eps))

@@ -67,8 +67,21 @@ def otter_run(zip_path: Path, entry: Path, work: Path, cache_home: Path) -> dict
     return json.loads((work / "results.json").read_text())
 
 
-def gradescope_run(zip_path: Path, entry: Path, work: Path, grader_cache: Path) -> dict:
-    """Gradescope's `/autograder` layout in a folder: source/ (the zip), submission/ (the files), results/."""
+# Gradescope's entry point, writing the process's peak resident size (its VmHWM line) to argv[1] as it exits.
+PEAK_WRAPPER = """import atexit, runpy, sys
+peak, folder = sys.argv[1:3]
+def record():
+    with open('/proc/self/status') as status, open(peak, 'w') as out:
+        out.write(next(line for line in status if line.startswith('VmHWM')))
+atexit.register(record)
+sys.argv = ['otter_runner', 'gradescope', folder]
+runpy.run_module('grader.lms.otter_runner', run_name='__main__', alter_sys=True)
+"""
+
+
+def gradescope_run(zip_path: Path, entry: Path, work: Path, grader_cache: Path, peak: Path | None = None) -> dict:
+    """Gradescope's `/autograder` layout in a folder: source/ (the zip), submission/ (the files), results/. With
+    `peak`, the grading process's peak memory is written there (a VmHWM line)."""
     for name in ("source", "submission", "results"):
         (work / name).mkdir(parents=True)
     with zipfile.ZipFile(zip_path) as archive:
@@ -79,8 +92,9 @@ def gradescope_run(zip_path: Path, entry: Path, work: Path, grader_cache: Path) 
     else:
         shutil.copy(entry, work / "submission" / entry.name)
     (work / "submission_metadata.json").write_text("{}")
-    subprocess.run([sys.executable, "-m", "grader.lms.otter_runner", "gradescope", str(work)], cwd="/",
-                   capture_output=True, text=True, timeout=900)
+    command = [sys.executable, "-c", PEAK_WRAPPER, str(peak)] if peak else [sys.executable, "-m", "grader.lms.otter_runner",
+                                                                            "gradescope"]
+    subprocess.run([*command, str(work)], cwd="/", capture_output=True, text=True, timeout=900)
     return json.loads((work / "results" / "results.json").read_text())
 
 

@@ -8,7 +8,10 @@ the reference solution followed by its own lines (a correct file that turns host
 
 Beyond per-case scores, the batch as a whole must leave no trace: no file outside the sandbox created or changed
 (the threats name everything they write `pwned*` or append `pwned`), no process left behind, no connection
-received, and every result written by the grader, never by a student.
+received, and every result written by the grader, never by a student. No threat earns an excuse or fails its
+record, the grading process stays under 1.5 GiB (its VmHWM over the batch; `# copies: N` grades N copies of a
+case side by side), and run text stays inert in every output. Some threats also go through the LMS path
+(`otter run` and Gradescope's entry point), which must agree with the batch.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ import json
 import os
 import resource
 import select
+import shutil
 import socket
 import time
 import tomllib
@@ -39,10 +43,15 @@ from case_expectations import (
     summary,
 )
 from live_processes import processes_with
+from seeded_zip import SEED, with_seed
+from test_markdown_inert import RENDERERS, inert_problems
+from test_paths_agree import gradescope_run, messages, otter_run, output_messages
 
 import grader.cli.batch
 import grader.config.assignment
-from grader.intake.discovery import entry_id
+from grader.common.user_cache import user_cache_dir
+from grader.intake.discovery import entry_id, safe_filename
+from grader.lms.autograder_zip import write_autograder_zip
 from grader.sandbox.isolation import Bubblewrap, strongest_available
 from grader.sandbox.process import shared_tree
 from grader.sandbox.seccomp import filter_program
@@ -50,6 +59,7 @@ from grader.sandbox.seccomp import filter_program
 THREATS = case_folders("threats")     # assignment id -> its threats folder
 PREPEND = "# prepend: solution"
 FILE_NAME = "# file-name: "          # a header line: the bytes literal of the name the case is saved under
+COPIES = "# copies: "                # a header line: grade N copies of the case side by side (the first is checked)
 LEFTOVER_TOKENS = ("63.1415", "64.1414")       # command lines of processes the threats start
 MARKER = "pwned"
 
@@ -89,6 +99,7 @@ def _marked_files(roots: list[Path], since: float) -> list[str]:
 @dataclass
 class Batch:
     folder: Path
+    submissions: Path
     records: dict[str, dict]
     out: Path
     groups: list[str]
@@ -112,6 +123,30 @@ def file_name(text: str) -> bytes | None:
     return None
 
 
+def copies(text: str) -> int:
+    return next((int(line[len(COPIES):]) for line in text.splitlines()[:3] if line.startswith(COPIES)), 1)
+
+
+def reset_peak_memory() -> bool:
+    """Start this process's peak resident size (VmHWM) afresh, so the batch is measured, not earlier tests."""
+    try:
+        with open("/proc/self/clear_refs", "w") as stream:
+            stream.write("5")
+        return True
+    except OSError:
+        return False
+
+
+def peak_memory(reset: bool) -> int:
+    """Bytes: VmHWM since the reset (else the process's lifetime peak, an upper bound)."""
+    if reset:
+        with open("/proc/self/status") as stream:
+            for line in stream:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) * 1024
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+
+
 @pytest.fixture(scope="module")
 def batches(tmp_path_factory, reference_cache) -> Callable[[str], Batch]:
     """Assignment id -> its threats graded in one batch, on first use, kept for the module."""
@@ -133,18 +168,22 @@ def grade_threats(assignment_id: str, tmp_path_factory: pytest.TempPathFactory, 
     for case in case_names(threats):
         text = (threats / f"{case}.py").read_text(encoding="utf-8").replace("__LISTENER_PORT__", str(port))
         name = file_name(text) or f"{case}.py".encode()
+        extra = copies(text)
         if text.startswith(PREPEND):
             text = solution + "\n" + text
         with open(os.path.join(os.fsencode(submissions), name), "wb") as stream:
             stream.write(text.encode("utf-8"))
+        for number in range(2, extra + 1):
+            (submissions / f"{case}_copy{number}.py").write_text(text, encoding="utf-8")
         expected = tomllib.loads((threats / f"{case}{EXPECTED}").read_text(encoding="utf-8"))
         ids[case] = expected.get("submission") or entry_id(os.fsdecode(name))
     before = _tree_digest(submissions)
-    reference_cache.seed(out, assignment.id, root=project_root(assignment_id))
+    reference_cache.seed(out, assignment.id, variant_seed=SEED, root=project_root(assignment_id))
     started = time.time()
-    result = grader.cli.batch.grade_folder(assignment, submissions, out, workers=2, regrade=True)
+    reset = reset_peak_memory()
+    result = grader.cli.batch.grade_folder(assignment, submissions, out, workers=2, regrade=True, variant_seed=SEED)
     seconds = time.time() - started
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    peak = peak_memory(reset)
     time.sleep(4)  # the daemon threat wakes after 3 s: give it the chance to act if it survived
     readable, _, _ = select.select([listener], [], [], 0)
     connections = len(readable)
@@ -162,7 +201,7 @@ def grade_threats(assignment_id: str, tmp_path_factory: pytest.TempPathFactory, 
             os.kill(pid, 9)
         except OSError:
             pass
-    return Batch(folder=threats, records=records, out=out, groups=list(assignment.groups), check_ids={c.id for c in assignment.checks},
+    return Batch(folder=threats, submissions=submissions, records=records, out=out, groups=list(assignment.groups), check_ids={c.id for c in assignment.checks},
                  marked=_marked_files(roots, started - 1), leftovers=leftovers, connections=connections,
                  submissions_unchanged=_tree_digest(submissions) == before, seconds=seconds,
                  grader_peak_bytes=peak, variant_seed=result.variant_seed, entries=len(ids))
@@ -300,3 +339,70 @@ def test_every_threat_case_is_well_formed(assignment_id: str) -> None:
         expected = tomllib.loads((folder / f"{case}{EXPECTED}").read_text(encoding="utf-8"))
         problems += shape_problems(case, expected, list(assignment.groups), {c.id for c in assignment.checks})
     assert case_names(folder) and not problems, "\n".join(problems)
+
+
+@pytest.mark.slow
+def test_no_threat_makes_a_check_or_the_grader_fail(batch: Batch) -> None:
+    """No value a run sends earns an excuse or fails the record: every check answered with a verdict."""
+    for case, record in batch.records.items():
+        assert not record.get("grader_error"), (case, record.get("grader_error"))
+        assert not record.get("check_errors"), (case, record.get("check_errors"))
+        excused = [c["id"] for c in record["checks"] if c["feedback"].startswith("Not held against you")]
+        assert not excused or record.get("grader_faults"), (case, excused)
+
+
+INERT_CASES = ("markdown_injection", "name_newline_heading")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("assignment_id, case", [(a, c) for c in INERT_CASES for a in having(c)])
+def test_run_text_stays_inert_in_every_output(assignment_id: str, case: str, batches) -> None:
+    """Rendered by real Markdown renderers, the feedback file and the Gradescope outputs hold only the grader's own
+    structure; the HTML page holds no link or image of the run's."""
+    batch = batches(assignment_id)
+    name = safe_filename(batch.records[case]["submission"])
+    feedback = (batch.out / f"{name}.feedback.md").read_text(encoding="utf-8")
+    results = json.loads((batch.out / "gradescope" / f"{name}.json").read_text(encoding="utf-8"))
+    page = (batch.out / f"{name}.feedback.html").read_text(encoding="utf-8")
+    for render in RENDERERS.values():
+        assert inert_problems(render(feedback), headings={"h1": 1, "h2": len(batch.groups) + 2}, tables=1) == []
+        for test in results["tests"]:
+            assert inert_problems(render(test["output"])) == [], test["name"]
+    assert 'href="http' not in page and 'src="http' not in page and "<b onmouseover" not in page
+
+
+# ---- the LMS path: `otter run` and Gradescope's entry point on some of the same threats -------------------------
+
+LMS_CASES = ("forged_huge_numbers", "markdown_injection", "memory_channel_scalars")
+
+
+@pytest.fixture(scope="module")
+def lms_zip(tmp_path_factory) -> Path:
+    work = tmp_path_factory.mktemp("threats-lms")
+    assignment = grader.config.assignment.load("performance-05")
+    return with_seed(write_autograder_zip(assignment, work / "build"), work / "seeded.zip")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("case", [c for c in LMS_CASES if "performance-05" in having(c)])
+def test_a_threat_grades_alike_on_the_lms_paths(case: str, batches, lms_zip: Path, tmp_path: Path) -> None:
+    """The same file, as Gradescope and `otter run` get it: the same scores and notes as the batch, outputs that stay
+    inert, and the grading process within its memory."""
+    batch = batches("performance-05")
+    record = batch.records[case]
+    entry = tmp_path / "entry" / "performance-05.py"        # the name the assignment asks for, as a student submits
+    entry.parent.mkdir()
+    entry.write_bytes((batch.submissions / f"{case}.py").read_bytes())
+    cache_home = tmp_path / "cache-home"
+    shutil.copytree(batch.out / ".grader-cache", cache_home / user_cache_dir().name)
+    peak = tmp_path / "peak"
+    gradescope = gradescope_run(lms_zip, entry, tmp_path / "gradescope", batch.out / ".grader-cache", peak=peak)
+    otter = otter_run(lms_zip, entry, tmp_path / "otter", cache_home)
+    expected = [check["score"] for check in record["checks"]]
+    for results in (gradescope, otter):
+        assert [t["score"] for t in results["tests"] if t["name"] != "Public Tests"] == expected
+        assert messages(output_messages(results), case) == messages(record["messages"], case)
+        for test in results["tests"]:
+            for render in RENDERERS.values():
+                assert inert_problems(render(test["output"])) == [], test["name"]
+    assert int(peak.read_text().split()[1]) * 1024 < 1.5 * 2**30, peak.read_text()

@@ -188,6 +188,9 @@ def _scenario_problems(scenarios: dict) -> list[str]:
         for key in ("description", "failure_hint"):
             if not isinstance(scenario.get(key, ""), str):
                 problems.append(f"{where} {key} = {scenario[key]!r}: must be a string; put it in quotes")
+        if isinstance(scenario.get("failure_hint"), str) and "{seed}" in scenario["failure_hint"]:
+            problems.append(f"{where} failure_hint names {{seed}}: the hint is shown to students as written, and the "
+                            "seed of a graded run is never shown to them; describe what differs instead")
     return problems
 
 

@@ -17,6 +17,7 @@ from grader.grading.engine import (
     reported_faults,
     run_checks,
 )
+from grader.grading.reference_runs import reference_runs
 from grader.intake.discovery import Submission
 from grader.intake.notebook import Cell, joined_line_places
 from grader.intake.regions import region_lines, unfinished_exercises
@@ -40,7 +41,8 @@ def grade(assignment: Assignment, submission: Submission, facts: dict, variant_s
                    for name, seed in seeds.items()}
         snapshots: dict[str, Snapshot] = {name: future.result()[0] for name, future in futures.items()}
     oracles = {name: build_oracle(assignment, name, seed, facts, variant_seed) for name, seed in seeds.items()}
-    checks = run_checks(assignment, snapshots, oracles, region_lines(submission.source, submission.cells))
+    checks = run_checks(assignment, snapshots, oracles, region_lines(submission.source, submission.cells),
+                        reference_runs(assignment, seeds, runner, variant_seed))
     messages = list(submission.notes) + unfinished_message(submission.source, submission.cells)
     faults = grader_faults(snapshots)
     for name, snapshot in snapshots.items():
@@ -51,8 +53,9 @@ def grade(assignment: Assignment, submission: Submission, facts: dict, variant_s
         messages.append(f"The grader's own code failed in the {', '.join(faults)} run (not your fault); no check was "
                         "marked down because of it.")
     broken = {c.id: c.grader_error for c in checks if c.grader_error}
-    if broken:
-        messages.append(f"The grader's check {', '.join(broken)} failed on its own (a bug in the grader, not in your "
+    excused = [c.id for c in checks if c.excused]
+    if excused:
+        messages.append(f"The grader's check {', '.join(excused)} failed on its own (a bug in the grader, not in your "
                         "work); it was not marked down. Your instructor has been told.")
     isolation = sorted({s.isolation for s in snapshots.values()})
     messages.append(f"{ISOLATION_PREFIX}{', '.join(isolation)}.")
@@ -61,7 +64,7 @@ def grade(assignment: Assignment, submission: Submission, facts: dict, variant_s
     if faults:
         record["grader_faults"] = {name: found for name, found in faults.items()}
     if broken:
-        record["check_errors"] = broken   # for the instructor: check id -> the traceback of the check's own failure
+        record["check_errors"] = broken   # for the instructor: check id -> where it raised, excused or charged, and why
     reported = reported_faults(snapshots)
     if reported:
         record["reported_grader_faults"] = reported   # for the instructor: not trusted, not excused
@@ -86,6 +89,7 @@ def build_oracle(assignment: Assignment, scenario: str, seed: int, facts: dict, 
     """The assignment's oracle for one scenario: `build(seed, facts, scenario)`, with `parameters=` (what the
     scenario's set-up received) and `batch_seed=` when build takes them (older oracles take two arguments)."""
     build = assignment.oracle.build
+    batch_seed = seed if batch_seed is None else batch_seed   # as setup_parameters reads it
     accepted = set(inspect.signature(build).parameters)
     if accepted & {"parameters", "batch_seed"}:
         spec = assignment.scenarios[scenario]

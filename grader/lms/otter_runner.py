@@ -159,9 +159,9 @@ class SandboxedRunner(AbstractLanguageRunner):
 
 
 def report(record: Record) -> str:
-    """Printed to the autograder's stdout (hidden from students by default): scores only, no feedback."""
-    lines = [f"Sandboxed grader: {record['score']:g} / {record['max_score']:g} ({record['status']}), "
-             f"variant seed {record['variant_seed']}"]
+    """Printed to the autograder's stdout: scores only, no feedback, and no seed (otter's `show_stdout` shows it to
+    students; the seed is in results/record.json for the instructor)."""
+    lines = [f"Sandboxed grader: {record['score']:g} / {record['max_score']:g} ({record['status']})"]
     lines += [f"  {c['id']:<48} {c['score']:>6g} / {c['max_score']:<6g} {c['visibility']}" for c in record["checks"]]
     if record.get("grader_error"):
         lines.append("grader error:\n" + record["grader_error"])

@@ -136,8 +136,8 @@ def class_context(records: list[Record], assignment, run_info: dict) -> dict[str
                   "reasons": [f"{scenario} run: {reason}" for scenario, reasons in r["grader_faults"].items()
                               for reason in reasons][:5]}
                  for r in graded if isinstance(r.get("grader_faults"), dict) and r["grader_faults"]]
-    problems += [{"id": r["submission"], "page": feedback_page_name(r["submission"]), "status": "check bug",
-                  "reasons": [f"check {check_id} raised an error of its own (full traceback in {r['submission']}.json "
+    problems += [{"id": r["submission"], "page": feedback_page_name(r["submission"]), "status": "check raised",
+                  "reasons": [f"check {check_id} raised something other than an assertion (full traceback in {r['submission']}.json "
                               f"under check_errors): {str(trace).splitlines()[0][:200] if trace else ''}"
                               for check_id, trace in r["check_errors"].items()][:5]}
                  for r in graded if isinstance(r.get("check_errors"), dict) and r["check_errors"]]

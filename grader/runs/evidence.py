@@ -17,6 +17,8 @@ from typing import Any
 
 import numpy as np
 
+from grader.runs.decoding import text
+
 MAX_ARRAYS = 8
 
 
@@ -49,8 +51,8 @@ class EvidenceSummary:
 
 def decode_evaluation(frame: dict, decode_array: Any) -> Evaluation:
     """An `evaluation` frame; malformed parts are dropped, never trusted."""
-    return Evaluation(stmt=_int(frame.get("stmt")), kind=str(frame.get("kind", ""))[:20],
-                      name=str(frame.get("name", ""))[:200], args=_arrays(frame.get("args"), decode_array),
+    return Evaluation(stmt=_int(frame.get("stmt")), kind=text(frame.get("kind"), 20),
+                      name=text(frame.get("name"), 200), args=_arrays(frame.get("args"), decode_array),
                       results=_arrays(frame.get("result"), decode_array), traced=frame.get("traced") is True)
 
 

@@ -105,8 +105,10 @@ class OutputKeeper:
 class FrameReader:
     """Parses length-prefixed JSON frames; stops (and says why) on garbage or when over its budgets.
 
-    Bounded in bytes (the channel as a whole and each frame) and in objects: every `{` and `[` of a frame is
-    counted before it is parsed, so 30 MiB of `[{},{},...]` costs a refusal, not gigabytes of dicts."""
+    Bounded in bytes (the channel as a whole and each frame) and in JSON values: every `{`, `[`, `,` and `:` of a
+    frame is counted before it is parsed (each object, array, item and member costs one), so 30 MiB of
+    `[{},{},...]` or of `[1.5,2.5,...]` costs a refusal, not gigabytes of dicts or floats. Commas and colons
+    inside strings count too: the count can only overstate what parsing would build."""
 
     def __init__(self, budget: int, max_objects: int = Limits.channel_max_objects):
         self.budget = budget
@@ -134,9 +136,10 @@ class FrameReader:
                 return
             payload = bytes(self.buffer[4 : 4 + size])
             del self.buffer[: 4 + size]
-            self.objects += payload.count(b"{") + payload.count(b"[")
+            self.objects += sum(payload.count(mark) for mark in (b"{", b"[", b",", b":"))
             if self.objects > self.max_objects:
-                self.problem = f"the data channel carried more than {self.max_objects} objects; the rest was ignored"
+                self.problem = (f"the data channel carried more than {self.max_objects} objects and values; "
+                                "the rest was ignored")
                 return
             try:
                 frame = json.loads(payload)
