@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from grader.intake.notebook import where as where  # how feedback cites a place (checks import it from here)
 from grader.runs.evidence import CallEvent, EvidenceSummary, decode_call
 from grader.sandbox.process import RawRun
 
@@ -169,13 +170,6 @@ class Statement:
         return self.error
 
 
-def where(line: int | None, cell: int | None = None) -> str:
-    """How feedback cites a place: "line 12", or "cell 3, line 2" in a notebook."""
-    if line is None or line < 0:
-        return f"cell {cell}" if cell is not None else "an unknown line"
-    return f"cell {cell}, line {line}" if cell is not None else f"line {line}"
-
-
 @dataclass
 class Snapshot:
     """One scenario's run of one submission, as plain data."""
@@ -191,7 +185,7 @@ class Snapshot:
     calls: list[CallEvent] = field(default_factory=list)          # method evidence, in the order it happened
     evidence: EvidenceSummary = field(default_factory=EvidenceSummary)
     statements: list[Statement] = field(default_factory=list)
-    ending: str = "lost"   # completed | sys_exit | setup_failed | killed_wall | exited_early | lost
+    ending: str = "lost"   # completed | syntax_error | sys_exit | setup_failed | killed_wall | exited_early | lost
     exit_code: Any = None
     exit_line: int | None = None
     exit_cell: int | None = None
@@ -324,6 +318,8 @@ def _set_ending(snap: Snapshot, raw: RawRun, done: dict | None) -> None:
         snap.ending = "killed_wall"
     elif done is not None:
         snap.ending = str(done.get("kind")) if done.get("kind") in ("completed", "sys_exit") else "lost"
+        if snap.ending == "completed" and any(problem["cell"] is None for problem in snap.syntax_errors):
+            snap.ending = "syntax_error"   # a script stops at its syntax error (a notebook skips only that cell)
         snap.exit_code = done.get("code") if isinstance(done.get("code"), (int, str, type(None))) else None
         snap.exit_line = _int(done.get("line")) if done.get("line") is not None else None
         snap.exit_cell = _cell(done.get("cell"))
