@@ -27,6 +27,7 @@ from grader.intake.discovery import safe_filename
 from grader.model.record import Record
 from grader.model.verdicts import ISOLATION_PREFIX, limit_notes, mark, passed, stopped_early, student_messages
 from grader.outputs.figure_data import ReadFigure, differences, read_figure
+from grader.outputs.summary import class_average
 from grader.outputs.writers import STUDENT_VISIBLE
 
 TEMPLATES = Path(__file__).with_name("report_templates")
@@ -143,6 +144,7 @@ def class_context(records: list[Record], assignment, run_info: dict) -> dict[str
                  for r in graded if isinstance(r.get("check_errors"), dict) and r["check_errors"]]
 
     percents = [_percent(r) for r in records]
+    average = class_average(records, getattr(assignment, "max_score", None))
     environment = dict(run_info.get("environment") or (records[0].get("environment", {}) if records else {}))
     return {
         "title": getattr(assignment, "title", "") or getattr(assignment, "id", ""),
@@ -150,8 +152,7 @@ def class_context(records: list[Record], assignment, run_info: dict) -> dict[str
         "generated": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
         "n": len(records), "n_graded": len(graded), "n_errored": len(errored),
         "max_score": getattr(assignment, "max_score", records[0]["max_score"] if records else 0.0),
-        "mean": sum(percents) / len(percents) if percents else 0.0,
-        "median": sorted(percents)[len(percents) // 2] if percents else 0.0,
+        "average": average,
         "histogram": _figures().score_histogram(percents) if records else None,
         "checks": check_rows, "groups": group_rows,
         "check_chart": _figures().pass_rate_chart([(row["id"], row["rate"], row["partial_rate"]) for row in check_rows])
