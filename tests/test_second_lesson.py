@@ -184,7 +184,8 @@ def test_new_refuses_to_overwrite_a_lesson_or_take_a_bad_name(tmp_path, capsys):
     assert sorted(p.name for p in (tmp_path / "assignments").iterdir()) == ["demo"]
 
 
-@pytest.mark.parametrize("argv", [["grade", "{root}/submissions"], ["check", "{root}/submissions/a.py"], ["build"]])
+@pytest.mark.parametrize("argv", [["grade", "{root}/submissions"], ["check", "{root}/submissions/a.py"], ["build"],
+                                  ["validate"]])
 def test_commands_refuse_to_guess_between_several_assignments(tmp_path, capsys, argv):
     for lesson in ("alpha", "beta"):
         new_lesson(lesson, tmp_path)
@@ -194,7 +195,8 @@ def test_commands_refuse_to_guess_between_several_assignments(tmp_path, capsys, 
     assert grader.cli.main.main(args) == 2
     error = capsys.readouterr().err
     assert "several assignments" in error and "alpha" in error and "beta" in error
-    assert ("grader build ID" if argv[0] == "build" else "--assignment ID") in error
+    assert {"build": "grader build ID", "validate": "grader validate ID"}.get(argv[0], "--assignment ID") in error
+    assert "Traceback" not in error
     assert not (tmp_path / "results").exists() and not (tmp_path / "build").exists()
 
 
@@ -202,3 +204,16 @@ def test_commands_on_a_project_without_assignments_say_how_to_make_one(tmp_path,
     (tmp_path / "assignments").mkdir()
     assert grader.cli.main.main(["build", "--root", str(tmp_path)]) == 2
     assert "grader new" in capsys.readouterr().err
+
+
+def test_validate_checks_what_build_needs(tmp_path, capsys):
+    """A solution whose exercise region lost its END marker still grades at full marks, but `grader build` cannot
+    make its starter: validate must say so (exit 1), naming the region."""
+    root = tmp_path / "project"
+    shutil.copytree(TINY, root)
+    solution = root / "solutions" / "tiny.py"
+    solution.write_text(solution.read_text().replace("# END EXERCISE area\n", ""))
+    assert grader.cli.main.main(["validate", "tiny", "--root", str(root)]) == 1
+    error = capsys.readouterr().err
+    assert "`grader build` would fail making the starters" in error and "has no END EXERCISE area" in error
+    assert grader.cli.main.main(["build", "tiny", "--root", str(root), "--out", str(tmp_path / "out")]) == 2
