@@ -25,7 +25,6 @@ import grader.student.session
 from grader import PACKAGE_DIR
 from grader.authoring.new_lesson import new_lesson
 from grader.common.user_cache import user_cache_dir
-from grader.lms.otter_runner import install_hook
 
 TINY = Path(__file__).with_name("fixtures") / "tiny_project"
 OTTER = Path(sys.executable).with_name("otter")
@@ -90,13 +89,10 @@ def otter_results(project, graded) -> dict[str, dict]:
     zip_path = build / "tiny-autograder.zip"
     cache_home = project / "cache-home"      # the reference facts the batch measured, as otter's user cache
     shutil.copytree(project / "results" / ".grader-cache", cache_home / user_cache_dir().name)
-    # otter finds our runner through the import hook scripts/install puts in site-packages; this checkout's own
-    # hook goes first on the path, so a hook left there by an older install cannot stand in for it.
-    (project / "hook").mkdir()
-    hook = install_hook(project / "hook").parent
-    python_path = os.pathsep.join(filter(None, [str(hook), os.environ.get("PYTHONPATH", "")]))
+    # otter finds our runner through the import hook that `pip install` of the package put in site-packages
+    # (setup.py): nothing is installed here, as an instructor installs nothing but the package.
     env = {**os.environ, "PATH": f"{OTTER.parent}{os.pathsep}{os.environ.get('PATH', '')}",
-           "XDG_CACHE_HOME": str(cache_home), "PYTHONPATH": python_path}
+           "XDG_CACHE_HOME": str(cache_home)}
     results = {}
     for name in SUBMISSIONS:
         folder = project / "otter" / name

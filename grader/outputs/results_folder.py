@@ -1,7 +1,8 @@
 """A results folder belongs to one submissions folder and one assignment, so its class files (grades.csv,
 final_grades.csv, canvas.csv, report.html) always describe exactly the records beside them.
 
-`.grader-results.json` in the folder says whose results it holds. A run for another submissions folder or assignment
+`.grader-results` in the folder (JSON, named so that no reader of the folder's `*.json` records takes it for one)
+says whose results it holds. A run for another submissions folder or assignment
 is refused while records are there (sibling folders share the default `SUBMISSIONS/../results`: the second is told
 to pass `--out`), so two classes never mix. A record whose submission has left the folder since the last run is
 moved, with its feedback pages, to `removed/<time>/` (never deleted), so the class files and the records agree.
@@ -20,7 +21,7 @@ from grader.common.files import atomic_write
 from grader.config.assignment import ConfigError
 from grader.intake.discovery import safe_filename
 
-OWNER_FILE = ".grader-results.json"
+OWNER_FILE = ".grader-results"
 REMOVED = "removed"
 NAMED = 5          # record ids named in a refusal; beyond, "and K more"
 
