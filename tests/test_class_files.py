@@ -10,7 +10,7 @@ import pytest
 
 import grader.cli.main
 from grader.config.assignment import load
-from grader.outputs.reports import class_context
+from grader.outputs.reports import class_context, write_reports
 from grader.outputs.results_folder import OWNER_FILE, ResultsFolderTaken, claim, record_names
 from grader.outputs.summary import class_average, summary_table
 
@@ -35,10 +35,18 @@ def test_the_terminal_and_the_report_give_the_same_class_average_and_say_errors_
     average = class_average(records)
     assert (average.mean, average.median, average.errors) == (58.75, 67.5, 1)
     table = summary_table(records, {"runs": {"points": 100}})
-    assert "total                       100    58.8 (median 67.5; over all 4 submission(s); 1 that could not be " \
-           "graded count as 0)" in table
+    assert "total                       100    58.8 (median 67.5; over all 4 submission(s), the 1 that could not be " \
+           "graded counting as 0)" in table
     context = class_context(records, load("performance-05"), {})
     assert context["average"] == average
+
+
+def test_report_html_shows_that_same_average(tmp_path):
+    records = [record("a", 100.0), record("b", 60.0), record("c", 75.0), record("d", 0.0, "error")]
+    write_reports(tmp_path, records, load("performance-05"), {}, {})
+    page = (tmp_path / "report.html").read_text()
+    assert "Mean <strong>58.8 / 100</strong>" in page and "median 67.5" in page
+    assert "over all 4 submission(s), the 1 that could not be graded counting as 0" in page
 
 
 # ---- one class per results folder -----------------------------------------------------------------------------

@@ -16,6 +16,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -147,6 +148,10 @@ def test_a_new_lesson_builds_and_grades_its_solution_at_full_marks(tmp_path, cap
         "assignment.toml", "checks.py", "oracle.py", "scenario_setup.py"]
     solution = (tmp_path / "solutions" / "demo.py").read_text()
     assert "# BEGIN EXERCISE gradient" in solution and "# END EXERCISE gradient" in solution
+    config = tomllib.loads((tmp_path / "assignments" / "demo" / "assignment.toml").read_text())
+    assert all(check["visibility"] == "visible" for check in config["checks"])      # shown, so an author sees it
+    toml_text = (tmp_path / "assignments" / "demo" / "assignment.toml").read_text()
+    assert "# [evidence]" in toml_text and '"hidden"' in toml_text
     assert grader.cli.main.main(["build", "demo", "--root", str(tmp_path)]) == 0
     starter = (tmp_path / "student_templates" / "demo.py").read_text()
     assert "gradient = ...  # TODO: compute gradient" in starter and "jax.grad(loss)(x)" not in starter

@@ -91,6 +91,8 @@ def grade_folder(assignment: Assignment, folder: Path, out: Path, workers: int |
     cache = out / ".grader-cache"
     figures = None
     if pending:
+        progress.note(f"Preparing the reference solution's facts and compiled programs in {cache} (measured on the "
+                      "first run into a results folder, about a minute on 2 cores; reused after) ...")
         facts = reference_facts(assignment, cache)
         with fast_runner(assignment, cache, seeds, progress.note) as runner:
             figures = reference_figures(assignment, cache, seeds, runner)

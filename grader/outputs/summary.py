@@ -34,7 +34,7 @@ class ClassAverage:
     @property
     def counted(self) -> str:
         """What the average is over, in words."""
-        errors = f"; {self.errors} that could not be graded count as 0" if self.errors else ""
+        errors = f", the {self.errors} that could not be graded counting as 0" if self.errors else ""
         return f"over all {self.submissions} submission(s){errors}"
 
 
@@ -58,7 +58,7 @@ def summary_table(records: list[Record], groups: dict[str, dict]) -> str:
         average = class_average(records)
         lines.append(f"{'total':<24} {average.max_score:>6g} {average.mean:>7.1f} (median {average.median:g}; "
                      f"{average.counted})")
-        lines.append(f"Group rows are over the {len(graded)} graded submission(s); the total is {average.counted}.")
+        lines.append(f"(Group rows: the {len(graded)} graded submission(s). Total: {average.counted}.)")
     flagged = [r for r in records if r["status"] != "graded" or limit_notes(r)]
     shown = sorted(records, key=lambda r: r["submission"]) if len(records) <= LISTED else flagged
     if shown:
