@@ -1,7 +1,9 @@
-"""Text from a student's run, shortened for a sentence of feedback without cutting a word in half."""
+"""Small text helpers: a student's run text shortened for a sentence of feedback without cutting a word in half,
+and whether a piece of source is Python."""
 
 from __future__ import annotations
 
+import ast
 import re
 
 
@@ -15,3 +17,12 @@ def clip(text: str, limit: int) -> str:
     if flat[len(cut)] != " " and " " in cut:
         cut = cut[:cut.rindex(" ")]
     return cut.rstrip(" ,;:") + "…"
+
+
+def parses(code: str, mode: str = "exec") -> bool:
+    """Python reads `code` as statements (mode "exec") or as one expression ("eval")."""
+    try:
+        ast.parse(code, mode=mode)
+    except (SyntaxError, ValueError):
+        return False
+    return True

@@ -20,6 +20,8 @@ import difflib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from grader.common.text import parses
+
 CODE_CELL_MAGICS = ("time", "capture")   # cell magics whose body IPython runs in the notebook's namespace
 LOOP_LIMIT = 500                                   # IPython's own TRANSFORM_LOOP_LIMIT
 
@@ -143,11 +145,11 @@ def _resolve(lines: list[str], origin: list[int]) -> CellPython:
         line = lines[index]
         code = _time_statement(args[1]) if method == "run_line_magic" and len(args) == 2 and args[0] == "time" else None
         if id(node) in statements:      # a line of its own: the statement it wraps, or nothing
-            code = code if code is not None and _parses(code) else None
+            code = code if code is not None and parses(code) else None
             indent = line[:len(line) - len(line.lstrip())]
             edits[index] = indent + (code if code is not None else "pass")
         else:                           # `x = %time f()`: the expression's value, or None
-            code = code if code is not None and _is_expression(code) else None
+            code = code if code is not None and parses(code, "eval") else None
             start, end = _offsets(line, node)
             edits[index] = line[:start] + (f"({code})" if code is not None else "None") + line[end:].rstrip("\n")
         if code is None:
@@ -163,9 +165,10 @@ def _ipython_call(node: ast.AST) -> tuple[str, list[str]] | None:
     owner = node.func.value
     if not (isinstance(owner, ast.Call) and isinstance(owner.func, ast.Name) and owner.func.id == "get_ipython"):
         return None
-    if node.keywords or not all(isinstance(a, ast.Constant) and isinstance(a.value, str) for a in node.args):
+    texts = [a.value for a in node.args if isinstance(a, ast.Constant) and isinstance(a.value, str)]
+    if node.keywords or len(texts) != len(node.args):
         return None
-    return node.func.attr, [a.value for a in node.args if isinstance(a, ast.Constant)]
+    return node.func.attr, texts
 
 
 def _as_written(method: str, args: list[str]) -> str:
@@ -184,22 +187,6 @@ def _offsets(line: str, node: ast.expr) -> tuple[int, int]:
     encoded = line.encode("utf-8")
     end = node.end_col_offset if node.end_col_offset is not None else len(encoded)
     return (len(encoded[:node.col_offset].decode("utf-8", "replace")), len(encoded[:end].decode("utf-8", "replace")))
-
-
-def _parses(code: str) -> bool:
-    try:
-        ast.parse(code)
-    except SyntaxError:
-        return False
-    return True
-
-
-def _is_expression(code: str) -> bool:
-    try:
-        ast.parse(code, mode="eval")
-    except SyntaxError:
-        return False
-    return True
 
 
 def _place(lines: list[str], origin: list[int]) -> str:
