@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from grader.config.check_functions import BUILTIN_PREFIX, builtin_names, check_function
+from grader.config.evidence_use import evidence_problems
 from grader.model.limits import Limits
 
 VISIBILITIES = ("visible", "after_due_date", "after_published", "hidden")
@@ -335,30 +336,8 @@ def module_problems(config: dict[str, Any], folder: Path, shown: Path, oracle: t
                             f"{check['id']}) cannot be called as {check['function']}(run, oracle, settings); give it those parameters")
     problems += _setup_problems(config, folder, shown)
     problems += _probe_problems(config, folder, shown)
-    problems += _evidence_problems(config, folder, shown)
+    problems += evidence_problems(config, folder, shown)
     return problems
-
-
-EVIDENCE_QUESTIONS = ("calls_for", "evidence_complete")   # RunView methods that read the recorded calls
-
-
-def _evidence_problems(config: dict, folder: Path, shown: Path) -> list[str]:
-    """A check that asks how a value was computed reads calls the harness records only when [evidence] is set:
-    without it every such question silently gets no calls, so say so here."""
-    if config.get("evidence"):
-        return []
-    try:
-        tree = ast.parse((folder / "checks.py").read_text())
-    except (OSError, SyntaxError):
-        return []          # reported where checks.py is loaded
-    asked = sorted({(node.lineno, node.attr) for node in ast.walk(tree)
-                    if isinstance(node, ast.Attribute) and node.attr in EVIDENCE_QUESTIONS})
-    if not asked:
-        return []
-    line, name = asked[0]
-    return [f"{shown / 'checks.py'}: line {line} asks run.{name}(...), but {shown / 'assignment.toml'} has no [evidence] "
-            "table (or an empty one), so no call is ever recorded and such a check sees none; add [evidence] with its "
-            "bounds, e.g. max_calls = 3000 (see the README, \"Adding a lesson\")"]
 
 
 def _child_source(folder: Path, shown: Path, name: str, problems: list[str]) -> dict[str, ast.FunctionDef] | None:
