@@ -90,3 +90,24 @@ def test_the_kernel_and_the_grader_agree_on_values_and_cell_numbers(tmp_path, mo
 
 def test_a_place_in_a_notebook_is_cited_as_jupyter_shows_the_cell():
     assert where(2, 8) == "In [8], line 2" and where(None, 8) == "In [8]" and where(12) == "line 12"
+
+
+def test_a_notebook_of_nothing_but_magics_costs_a_bounded_amount(monkeypatch):
+    """IPython re-tokenizes a whole cell after each transform (quadratic: 400 `%time` lines take it 12 s); here each
+    top-level statement is transformed alone, and a notebook's budget stops a file made only of magics."""
+    from IPython.core.inputtransformer2 import TransformerManager
+
+    calls = []
+    real = TransformerManager.do_one_token_transform
+    monkeypatch.setattr(TransformerManager, "do_one_token_transform",
+                        lambda self, lines: calls.append(sum(map(len, lines))) or real(self, lines))
+    cell = "".join(f"%time x{i} = {i}\n" for i in range(400))
+    python = cell_python(cell)
+    assert python.source == "".join(f"x{i} = {i}\n" for i in range(400)) and python.not_run == []
+    assert max(calls) < 80 and len(calls) == 800           # one statement at a time: a transform and a last look
+    calls.clear()
+    notebook = _notebook([("code", cell)] * 10)              # 4000 magic lines
+    cells, notes = notebook_cells(notebook)
+    assert len(calls) <= 2 * 2000 + 10                       # the budget: 2000 lines converted per notebook
+    assert "too many in this notebook to convert" in notes[0] and "(In [6], line 1)" in notes[0]
+    assert cells[4].source.startswith("x0 = 0\n") and cells[5].source.startswith("%time x0 = 0\n")

@@ -17,13 +17,23 @@ from __future__ import annotations
 
 import ast
 import difflib
+import tokenize
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from grader.common.text import parses
 
 CODE_CELL_MAGICS = ("time", "capture")   # cell magics whose body IPython runs in the notebook's namespace
-LOOP_LIMIT = 500                                   # IPython's own TRANSFORM_LOOP_LIMIT
+LOOP_LIMIT = 500                         # transforms of one statement at most (IPython's own TRANSFORM_LOOP_LIMIT)
+
+
+@dataclass
+class Budget:
+    """What converting one notebook may cost, shared by its cells: a student's notebook has a few dozen IPython
+    lines; a file made of nothing else must not hold up the batch (each transform costs about 0.3 ms)."""
+
+    transforms: int = 2000           # IPython lines converted
+    characters: int = 1_000_000      # characters re-tokenized to find them
 
 
 @dataclass
@@ -34,7 +44,7 @@ class CellPython:
     not_run: list[tuple[int, str]] = field(default_factory=list)     # (line in the cell, what the student wrote)
 
 
-def cell_python(cell: str) -> CellPython:
+def cell_python(cell: str, budget: Budget | None = None) -> CellPython:
     """The cell as the Python IPython would run, with `get_ipython()` calls resolved (see the module doc)."""
     lines = cell.splitlines(keepends=True)
     if not lines:
@@ -42,12 +52,12 @@ def cell_python(cell: str) -> CellPython:
     if not lines[-1].endswith("\n"):
         lines[-1] += "\n"
     try:
-        return _convert(lines, list(range(1, len(lines) + 1)))
+        return _convert(lines, list(range(1, len(lines) + 1)), budget or Budget())
     except Exception:   # noqa: BLE001 -- IPython refused the cell: run it as written (Python reports the error)
         return CellPython("".join(lines))
 
 
-def _convert(lines: list[str], origin: list[int]) -> CellPython:
+def _convert(lines: list[str], origin: list[int], budget: Budget) -> CellPython:
     """Transform `lines` (each from cell line `origin[i]`) and resolve the IPython calls."""
     from IPython.core.inputtransformer2 import TransformerManager, cell_magic
 
@@ -56,14 +66,56 @@ def _convert(lines: list[str], origin: list[int]) -> CellPython:
     for step in steps:
         after = step(lines)
         if step is cell_magic and after != lines:
-            return _cell_magic(lines, origin)
+            return _cell_magic(lines, origin, budget)
         lines, origin = after, _realign(lines, after, origin)
-    for _ in range(LOOP_LIMIT):
-        changed, after = manager.do_one_token_transform(lines)
-        if not changed:
-            break
-        lines, origin = after, _realign(lines, after, origin)
-    return _resolve(lines, origin)
+    lines, origin, left = _token_transforms(manager, lines, origin, budget)
+    converted = _resolve(lines, origin)
+    if left is not None:
+        converted.not_run.append((left, "(every IPython line from here on: too many in this notebook to convert; "
+                                        "left as written)"))
+    return converted
+
+
+def _token_transforms(manager, lines: list[str], origin: list[int],
+                      budget: Budget) -> tuple[list[str], list[int], int | None]:
+    """IPython's token transforms (magics, `!`, `?`, `x = %magic`), one top-level statement at a time.
+
+    IPython re-tokenizes the whole cell after each transform, which is quadratic in the number of magics (400
+    `%time` lines take it 12 s). A transform only ever rewrites one logical line, so running them statement by
+    statement gives IPython's result at a cost proportional to each statement; the notebook's budget bounds the
+    rest (returns the cell line from which nothing was converted, or None)."""
+    from IPython.core.inputtransformer2 import make_tokens_by_line
+
+    starts = _statement_starts(make_tokens_by_line(lines), len(lines))
+    out_lines: list[str] = []
+    out_origin: list[int] = []
+    left = None
+    for begin, end in zip(starts, [*starts[1:], len(lines)]):
+        chunk, chunk_origin = lines[begin:end], origin[begin:end]
+        if left is None and any(mark in line for line in chunk for mark in "%!?"):
+            for _ in range(LOOP_LIMIT):
+                budget.characters -= sum(len(line) for line in chunk)
+                if budget.characters < 0 or budget.transforms <= 0:
+                    left = chunk_origin[0] if chunk_origin else None
+                    break
+                changed, after = manager.do_one_token_transform(chunk)
+                if not changed:
+                    break
+                budget.transforms -= 1
+                chunk, chunk_origin = after, _realign(chunk, after, chunk_origin)
+        out_lines += chunk
+        out_origin += chunk_origin
+    return out_lines, out_origin, left
+
+
+def _statement_starts(tokens_by_line: list[list], count: int) -> list[int]:
+    """0-based indices of the lines where a top-level logical line begins (the first is always 0)."""
+    starts = {0}
+    for tokens in tokens_by_line:
+        real = [t for t in tokens if t.type not in (tokenize.INDENT, tokenize.DEDENT, tokenize.NL, tokenize.COMMENT)]
+        if real and real[0].start[1] == 0 and 0 < real[0].start[0] <= count:
+            starts.add(real[0].start[0] - 1)
+    return sorted(starts)
 
 
 def _realign(before: list[str], after: list[str], origin: list[int]) -> list[int]:
@@ -77,13 +129,13 @@ def _realign(before: list[str], after: list[str], origin: list[int]) -> list[int
     return mapped
 
 
-def _cell_magic(lines: list[str], origin: list[int]) -> CellPython:
+def _cell_magic(lines: list[str], origin: list[int], budget: Budget) -> CellPython:
     """`%%name line` then a body: the body is the cell's code for the magics that run it, else nothing runs."""
     header = lines[0].rstrip("\n")
     name, _, argument = header[2:].strip().partition(" ")
     body, body_origin = lines[1:], origin[1:]
     if name in CODE_CELL_MAGICS and not (name == "time" and _time_statement(argument) != ""):
-        converted = _convert(body, body_origin) if body else CellPython("")   # (`%%time x` is refused by IPython)
+        converted = _convert(body, body_origin, budget) if body else CellPython("")   # (`%%time x` is refused by IPython)
         placed = converted.source.splitlines()
         placed += [""] * (origin[0] - len(placed))
         placed[origin[0] - 1] = "pass"

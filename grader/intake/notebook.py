@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
-from grader.intake.ipython_cells import cell_python
+from grader.intake.ipython_cells import Budget, cell_python
 
 NOT_RUN_LISTED = 5     # IPython-only lines named in the note; beyond, "and K more"
 
@@ -46,6 +46,7 @@ def notebook_cells(text: str) -> tuple[list[Cell], list[str]]:
         raise NotebookError("it has no list of cells")
     code: list[Cell] = []
     not_run: list[str] = []
+    budget = Budget()       # shared by the cells: a notebook of nothing but magics is converted only so far
     for position, cell in enumerate(cells, start=1):
         if not isinstance(cell, dict) or cell.get("cell_type") != "code":
             continue
@@ -56,7 +57,7 @@ def notebook_cells(text: str) -> tuple[list[Cell], list[str]]:
             raise NotebookError(f"cell {position} (counting every cell from the top) has no readable source")
         if not source.strip():
             continue      # Jupyter gives an empty cell no number
-        python = cell_python(source)
+        python = cell_python(source, budget)
         number = len(code) + 1
         code.append(Cell(number, python.source))
         not_run += [f"`{written}` ({where(line, number)})" for line, written in python.not_run]
