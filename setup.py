@@ -12,7 +12,7 @@ from pathlib import Path
 from setuptools import setup
 from setuptools.command.build_py import build_py
 
-HOOK_SOURCE = Path("grader") / "lms" / "otter_import_hook.py"
+HOOK_SOURCE = Path(__file__).resolve().parent / "grader" / "lms" / "otter_import_hook.py"
 HOOK_MODULE = "grader_otter_hook"
 PTH_LINE = f"import {HOOK_MODULE}; {HOOK_MODULE}.install()\n"
 
