@@ -52,6 +52,16 @@ def toml_syntax_error(root: Path) -> str:
     return f"line {number}"
 
 
+def without_table(name: str):
+    """Removes a whole table (its header and its keys, up to the next blank line) from the TOML."""
+    def mutate(root: Path) -> None:
+        path = root / "assignments" / LESSON / "assignment.toml"
+        text = path.read_text()
+        start = text.index(f"[{name}]\n")
+        path.write_text(text[:start] + text[text.index("\n\n", start) + 2:])
+    return mutate
+
+
 BROKEN = {
     "missing required key": (toml('seed_parameter = "lesson_seed"\n', ""),
                              [TOML, "[assignment] seed_parameter is missing", "add seed_parameter ="]),
@@ -112,6 +122,9 @@ BROKEN = {
                                                          "import numpy as np\nimport no_such_module_anywhere"),
                                        [f"assignments/{LESSON}/oracle.py: importing it raised ModuleNotFoundError",
                                         "no_such_module_anywhere", "fix the file"]),
+    "method checks without [evidence]": (without_table("evidence"),
+                                         [TOML, f"assignments/{LESSON}/checks.py: line ", "asks run.",
+                                          "has no [evidence] table"]),
     "bad evidence bound": (toml("max_evaluations_per_statement = 400", "max_evaluations_per_statement = -400"),
                            [TOML, "[evidence] max_evaluations_per_statement = -400: must be a whole number >= 0",
                             "write e.g. max_evaluations_per_statement = 64"]),

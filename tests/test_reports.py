@@ -221,8 +221,9 @@ def test_hidden_checks_are_left_out_of_the_student_page(pages):
     page = pages["student"]["hidden-check"]
     assert HIDDEN not in page
     hidden_id = pages["records"]["hidden-check"]["checks"][0]["id"]
-    assert f'id="check-{hidden_id}"' not in page
+    assert f'id="check-{hidden_id}"' not in page and hidden_id not in page
     assert 'id="check-runs.reached_end"' in page  # the rest is there
+    assert "a hidden check" in page and "A hidden check passed; its details are not shown." in page   # counted
 
 
 def test_student_text_is_escaped_everywhere(pages):

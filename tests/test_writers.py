@@ -132,6 +132,39 @@ def test_feedback_markdown_partial_and_error_records():
     assert "could not be graded: erin.py is empty." in text and "**FAIL** `runs.no_errors`" in text
 
 
+def test_a_hidden_check_says_whether_it_passed_so_every_group_score_is_accounted_for():
+    checks = record()["checks"] + [{"id": "hvp.secret_two", "group": "hvp", "score": 2.0, "max_score": 2.0,
+                                    "visibility": "hidden", "feedback": "HIDDEN-TWO"}]
+    text = feedback_markdown(record(checks=checks))
+    assert "- **PARTIAL** a hidden check did not pass (4.5/9); its details are not shown." in text
+    assert "- **PASS** a hidden check passed (2/2); its details are not shown." in text
+    assert "hvp.secret" not in text and "HIDDEN" not in text
+    hvp = text[text.index("## hvp"):]
+    assert hvp.index("a hidden check did not pass") < hvp.index("`hvp.later`")     # in its place in the group
+
+
+ISOLATION = ("Isolation used: bubblewrap fork server: each run gets its own pid, mount, network, ipc and uts "
+             "namespaces, read-only system, grader and instructor files invisible, rlimits, a uid of its own.")
+
+
+def test_a_file_that_stopped_early_is_told_so_before_any_check():
+    stop = ("Your file has a syntax error at line 2 (SyntaxError: '(' was never closed): Python could not read it "
+            "past that line, so only the statements before it ran and every value assigned after it is missing.")
+    rec = record(messages=[stop, ISOLATION], runs={"baseline": {"ending": "syntax_error"}, "variant": {"ending": "syntax_error"}})
+    text = feedback_markdown(rec)
+    assert text.index("## Read this first: your file stopped early") < text.index(stop) < text.index("| Group |")
+    assert text.count(stop) == 1 and "## Notes on your run" not in text
+    completed = record(messages=[ISOLATION], runs={"baseline": {"ending": "completed"}})
+    text = feedback_markdown(completed)
+    assert "Read this first" not in text and text.index("| Group |") < text.index("## Notes on your run")
+
+
+def test_the_isolation_note_is_said_once_and_briefly_to_the_student():
+    text = feedback_markdown(record(messages=[ISOLATION]))
+    assert text.count("Isolation used") == 1 and "- Isolation used: bubblewrap fork server.\n" in text
+    assert "namespaces" not in text
+
+
 # ---- batch re-runs ------------------------------------------------------------------------------------------
 
 FACTS = {"reports": [["f32[16,16] from a constant"] * 9, ["f32[16] from the argument v"] * 6],

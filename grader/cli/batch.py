@@ -18,7 +18,7 @@ from pathlib import Path
 from grader import __version__
 from grader.common.environment import environment
 from grader.common.files import atomic_write, remove_torn_writes
-from grader.config.assignment import Assignment
+from grader.config.assignment import Assignment, ConfigError
 from grader.grading.grade import grade_one
 from grader.grading.reference import reference_facts, reference_figures
 from grader.intake.discovery import Submission, discover
@@ -26,6 +26,7 @@ from grader.lms.canvas import Roster
 from grader.model.record import Record, record_from_json
 from grader.outputs.progress import Progress
 from grader.outputs.reports import write_reports
+from grader.outputs.results_folder import claim
 from grader.outputs.writers import (
     grades_csv,
     result_path,
@@ -66,10 +67,14 @@ def grade_folder(assignment: Assignment, folder: Path, out: Path, workers: int |
     started = time.monotonic()
     folder, out = Path(folder).absolute(), Path(out).absolute()   # sandboxes bind these by path: never relative
     progress = progress if isinstance(progress, Progress) else (Progress.lines(progress) if progress else Progress())
-    out.mkdir(parents=True, exist_ok=True)
-    remove_torn_writes(out)  # left by a run that was killed mid-write; finished files are whole
     submissions = discover(folder, assignment.submission_filename,
                            assignment.max_submission_bytes, exclude=out)
+    if not submissions:   # nothing to grade: write nothing (a header-only grades.csv beside old records would lie)
+        raise ConfigError(f"no submissions in {folder}: it should hold <id>.py or <id>.ipynb files, or <id>/ folders "
+                          f"with one file each (the Gradescope and otter layouts)")
+    for note in claim(out, folder, assignment.id, [s.id for s in submissions]):   # one class per results folder
+        progress.note(note)
+    remove_torn_writes(out)  # left by a run that was killed mid-write; finished files are whole
     seed = variant_seed if variant_seed is not None else fresh_variant_seed(assignment)
     result = BatchResult(variant_seed=seed)
     pending = []
@@ -86,6 +91,8 @@ def grade_folder(assignment: Assignment, folder: Path, out: Path, workers: int |
     cache = out / ".grader-cache"
     figures = None
     if pending:
+        progress.note(f"Preparing the reference solution's facts and compiled programs in {cache} (measured on the "
+                      "first run into a results folder, about a minute on 2 cores; reused after) ...")
         facts = reference_facts(assignment, cache)
         with fast_runner(assignment, cache, seeds, progress.note) as runner:
             figures = reference_figures(assignment, cache, seeds, runner)

@@ -64,7 +64,12 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "new":
         return _new(args)
     try:
-        assignment = load(*_which_assignment(args))
+        which = _which_assignment(args)
+    except ConfigError as error:   # which assignment is a usage question, for every command: exit 2
+        print(f"grader: {error}", file=sys.stderr)
+        return 2
+    try:
+        assignment = load(*which)
     except ConfigError as error:
         if args.command == "validate":
             print(f"FAILED: the configuration is not valid\n{error}", file=sys.stderr)
@@ -83,7 +88,8 @@ def main(argv: list[str] | None = None) -> int:
 ASSIGNMENT_HELP = ("assignment id, or the path of its folder assignments/<id>/ "
                    "(default: the only assignment under <root>/assignments/)")
 ROOT_HELP = "project root holding assignments/ (default: found from the current folder)"
-NAMED_BY = {"grade": "--assignment ID", "check": "--assignment ID", "build": "`grader build ID`"}
+NAMED_BY = {"grade": "--assignment ID", "check": "--assignment ID", "build": "`grader build ID`",
+            "validate": "`grader validate ID`"}
 
 
 def _which_assignment(args) -> tuple[str, Path]:

@@ -10,8 +10,6 @@ Two passes: `config_problems` reads the TOML as plain data (so nothing later mee
 
 from __future__ import annotations
 
-import ast
-import difflib
 import inspect
 import re
 import tomllib
@@ -21,6 +19,10 @@ from pathlib import Path
 from typing import Any
 
 from grader.config.check_functions import BUILTIN_PREFIX, builtin_names, check_function
+from grader.config.child_code import derived_parameters, probe_problems, setup_problems
+from grader.config.evidence_use import evidence_problems
+from grader.config.wording import names as _names
+from grader.config.wording import spelling as _spelling
 from grader.model.limits import Limits
 
 VISIBILITIES = ("visible", "after_due_date", "after_published", "hidden")
@@ -89,15 +91,6 @@ def read_toml(path: Path, shown: str) -> dict[str, Any]:
 
 def _number(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
-
-
-def _names(values: Any) -> str:
-    return ", ".join(str(v) for v in values) or "none"
-
-
-def _spelling(key: str, allowed: Any) -> str:
-    close = difflib.get_close_matches(key, list(allowed), n=1)
-    return f" (did you mean {close[0]!r}?)" if close else ""
 
 
 def _unknown_keys(table: dict, allowed: Any, where: str) -> list[str]:
@@ -303,11 +296,6 @@ def _small_table_problems(config: dict, contract: list[str]) -> list[str]:
 
 # ---- the lesson's Python files ----------------------------------------------------------------------
 
-def _functions(source: str) -> dict[str, ast.FunctionDef]:
-    tree = ast.parse(source)
-    return {node.name: node for node in tree.body if isinstance(node, ast.FunctionDef)}
-
-
 def _accepts(function: Any, *args: Any) -> bool:
     try:
         inspect.signature(function).bind(*args)
@@ -343,89 +331,7 @@ def module_problems(config: dict[str, Any], folder: Path, shown: Path, oracle: t
         elif not _accepts(function, None, None, None):
             problems.append(f"{shown / 'checks.py'}: {check['function']}{inspect.signature(function)} (check "
                             f"{check['id']}) cannot be called as {check['function']}(run, oracle, settings); give it those parameters")
-    problems += _setup_problems(config, folder, shown, _derived_parameters(config, oracle, problems))
-    problems += _probe_problems(config, folder, shown)
-    return problems
-
-
-def _child_source(folder: Path, shown: Path, name: str, problems: list[str]) -> dict[str, ast.FunctionDef] | None:
-    path = folder / name
-    if not path.is_file():
-        return None
-    try:
-        return _functions(path.read_text())
-    except SyntaxError as error:
-        problems.append(f"{shown / name}: line {error.lineno}: syntax error ({error.msg}); fix it")
-        return {}
-
-
-def _derived_parameters(config: dict, oracle: types.ModuleType, problems: list[str]) -> set[str]:
-    """The names `oracle.scenario_parameters` (optional) adds to each scenario's set-up keywords, learnt by calling
-    it for the lesson's seed."""
-    derive = getattr(oracle, "scenario_parameters", None)
-    if derive is None:
-        return set()
-    settings = types.SimpleNamespace(**config.get("parameters", {}), **config.get("tolerances", {}))
-    seed = config.get("parameters", {}).get(config.get("assignment", {}).get("seed_parameter", ""), 1)
-    names: set[str] = set()
-    for scenario in config.get("scenarios", {}):
-        try:
-            derived = derive(scenario, seed, 1, settings)
-        except Exception as error:
-            problems.append(f"oracle.scenario_parameters({scenario!r}, ...) raised {type(error).__name__}: {error}")
-            continue
-        if not isinstance(derived, dict):
-            problems.append(f"oracle.scenario_parameters({scenario!r}, ...) must return a dict of keyword arguments")
-            continue
-        names |= set(derived)
-    return names
-
-
-def _setup_problems(config: dict, folder: Path, shown: Path, derived: set[str] | None = None) -> list[str]:
-    """Each scenario's set-up function exists in scenario_setup.py and accepts the keywords it is called with
-    (every [parameters] entry, `seed`, `batch_seed` and what oracle.scenario_parameters adds)."""
-    problems: list[str] = []
-    functions = _child_source(folder, shown, "scenario_setup.py", problems)
-    passed = {*config["parameters"], "seed", "batch_seed", *(derived or ())}
-    for scenario, table in config["scenarios"].items():
-        for name in table.get("setup", []):
-            if functions is None or name not in functions:
-                where = "there is no scenario_setup.py" if functions is None else "scenario_setup.py has no such function"
-                problems.append(f"{shown / 'assignment.toml'}: [scenarios.{scenario}] setup lists {name!r}: {where}"
-                                f"{_spelling(name, functions or {})}; define def {name}(seed, **_) in "
-                                f"{shown / 'scenario_setup.py'} or remove it from setup")
-                continue
-            args = functions[name].args
-            wanted = [a.arg for a in args.posonlyargs + args.args + args.kwonlyargs]
-            optional = len(args.defaults) + sum(d is not None for d in args.kw_defaults)
-            required = wanted[:len(wanted) - optional] if optional else wanted
-            unknown = [a for a in required if a not in passed]
-            if unknown:
-                problems.append(f"{shown / 'scenario_setup.py'}: {name}() needs {_names(unknown)}, which is not passed: "
-                                f"set-up functions get the [parameters] entries and seed as keywords; add "
-                                f"{unknown[0]} to [parameters] or give it a default")
-            elif args.kwarg is None and args.posonlyargs:
-                problems.append(f"{shown / 'scenario_setup.py'}: {name}() has positional-only parameters: "
-                                "set-up functions are called with keywords; remove the `/`")
-            elif args.kwarg is None:
-                problems.append(f"{shown / 'scenario_setup.py'}: {name}() does not accept **kwargs: it is called with "
-                                "every [parameters] entry and seed as keywords; add **_ to its parameters")
-    return problems
-
-
-def _probe_problems(config: dict, folder: Path, shown: Path) -> list[str]:
-    """A probe's parameters are contract names: the harness calls it with those values from the student's file."""
-    problems: list[str] = []
-    functions = _child_source(folder, shown, "probes.py", problems) or {}
-    contract = config["assignment"].get("contract", [])
-    for name, node in functions.items():
-        if name.startswith("_"):
-            continue
-        args = node.args
-        params = [a.arg for a in args.posonlyargs + args.args + args.kwonlyargs]
-        problems += [f"{shown / 'probes.py'}: probe {name}() has parameter {p!r}, which is not in [assignment] "
-                     f"contract: a probe's parameters are contract names{_spelling(p, contract)}; add {p!r} to the "
-                     "contract or rename the parameter" for p in params if p not in contract]
-        if args.vararg or args.kwarg:
-            problems.append(f"{shown / 'probes.py'}: probe {name}() takes *args or **kwargs: name each contract value it reads")
+    problems += setup_problems(config, folder, shown, derived_parameters(config, oracle, problems))
+    problems += probe_problems(config, folder, shown)
+    problems += evidence_problems(config, folder, shown)
     return problems

@@ -24,10 +24,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from grader.common.text import clip
 from grader.config.assignment import Assignment, CheckSpec
 from grader.intake.regions import RegionLines, region_lines
 from grader.model.verdicts import passed
 from grader.runs.evidence import Evaluation, Sighting
+from grader.runs.places import failure_place
 from grader.runs.provenance import Binding, Provenance
 from grader.runs.snapshot import UNFINISHED, Missing, Opaque, Snapshot, Statement, where
 
@@ -133,7 +135,7 @@ class RunView:
         return self.binding(until).stmt
 
     def where(self, stmt: int) -> str:
-        """"line 12" or "cell 3, line 2" for a statement index."""
+        """"line 12" or "In [3], line 2" (a notebook cell, as Jupyter numbers it) for a statement index."""
         statement = self.snapshot.statement(stmt)
         return where(statement.line, statement.cell) if statement else "an unknown line"
 
@@ -169,9 +171,13 @@ class RunView:
             return (f"is still a TODO: {where(failed.line, failed.cell)} that assigns it still holds a `...` placeholder "
                     f"(running it raised {failed.error['type']}): fill it in")
         if failed and failed.error:
-            return (f"is not defined: the statement at {where(failed.line, failed.cell)} that assigns it raised "
-                    f"{failed.error['type']}: {failed.error['message'][:200]}")
-        if self.snapshot.ending in ("sys_exit", "exited_early", "killed_wall") or self.snapshot.syntax_error:
+            return (f"is not defined: the statement that assigns it raised {failed.error['type']} at "
+                    f"{failure_place(failed)}: {clip(failed.error['message'], 200)}")
+        syntax = self.snapshot.syntax_error
+        if self.snapshot.ending == "syntax_error" and syntax:
+            return (f"is not defined: your file has a syntax error at {where(syntax['line'])}, and nothing after that "
+                    "line ran")
+        if self.snapshot.ending in ("sys_exit", "exited_early", "killed_wall") or syntax:
             return "is not defined: your file stopped before assigning it"
         return "is not defined at the top level of your file"
 
@@ -380,8 +386,8 @@ def _combine(assignment: Assignment, spec: CheckSpec, outcomes: list, snapshots:
         feedback = text
         if only_here:
             first = only_here[0]
-            feedback += (f"\nIn that run, {where(first.line, first.cell)} raised {first.raised['type']}: "
-                         f"{first.raised['message'][:200]}")
+            feedback += (f"\nIn that run, {failure_place(first)} raised {first.raised['type']}: "
+                         f"{clip(first.raised['message'], 200)}")
         if scenario != "baseline" or passed_elsewhere:
             hint = assignment.scenarios[scenario].failure_hint   # shown as written: no seed reaches a student
             label = f"[{scenario} run: {assignment.scenarios[scenario].description}] "

@@ -10,6 +10,7 @@ from typing import Any
 
 from grader.api.values import json_safe
 from grader.common.environment import environment
+from grader.common.text import clip
 from grader.config.assignment import Assignment
 from grader.grading.engine import (
     CheckResult,
@@ -22,12 +23,14 @@ from grader.intake.discovery import Submission
 from grader.intake.notebook import Cell, joined_line_places
 from grader.intake.regions import region_lines, unfinished_exercises
 from grader.model.record import CheckRecord, GroupScore, OutputExcerpt, Record, RunSummary
-from grader.model.verdicts import ISOLATION_PREFIX
+from grader.model.verdicts import ISOLATION_PREFIX, STOPPED_ENDINGS
 from grader.runs.jobs import Runner, run_scenario, scenario_seed, setup_parameters
+from grader.runs.places import failure_place
 from grader.runs.provenance import Provenance
 from grader.runs.snapshot import Snapshot, where
 
 MEMORY_SIGNS = ("MemoryError", "std::bad_alloc", "Cannot allocate memory", "RESOURCE_EXHAUSTED", "out of memory")
+ERRORS_LISTED = 5       # failed statements named in a run's note; beyond, "and K more"
 
 
 def grade(assignment: Assignment, submission: Submission, facts: dict, variant_seed: int,
@@ -43,11 +46,13 @@ def grade(assignment: Assignment, submission: Submission, facts: dict, variant_s
     oracles = {name: build_oracle(assignment, name, seed, facts, variant_seed) for name, seed in seeds.items()}
     checks = run_checks(assignment, snapshots, oracles, region_lines(submission.source, submission.cells),
                         reference_runs(assignment, seeds, runner, variant_seed))
-    messages = list(submission.notes) + unfinished_message(submission.source, submission.cells)
     faults = grader_faults(snapshots)
-    for name, snapshot in snapshots.items():
-        messages += run_messages(assignment, name, snapshot, snapshots.get("baseline"), bool(faults.get(name)))
     baseline = snapshots["baseline"]
+    notes = list(submission.notes) + unfinished_message(submission.source, submission.cells)
+    runs = [m for name, snapshot in snapshots.items()
+            for m in run_messages(assignment, name, snapshot, baseline, bool(faults.get(name)))]
+    # What stopped the file (a syntax error, sys.exit, a limit) explains every later failure: the student reads it first.
+    messages = runs + notes if baseline.ending in STOPPED_ENDINGS else notes + runs
     messages += rebinding_notes(assignment, baseline, submission.source, submission.cells)
     if faults:
         messages.append(f"The grader's own code failed in the {', '.join(faults)} run (not your fault); no check was "
@@ -187,10 +192,14 @@ def run_messages(assignment: Assignment, scenario: str, snap: Snapshot, baseline
     run = f"In the {scenario} run"
     limits = assignment.limits
     messages = []
-    for problem in snap.syntax_errors[:5]:
-        skipped = "that cell did not run" if problem.get("cell") is not None else "only the statements before it ran"
-        messages.append(f"{run}, {where(problem['line'], problem.get('cell'))} has a syntax error ({problem['message']}); "
-                        f"{skipped}.")
+    for problem in snap.syntax_errors[:ERRORS_LISTED] if scenario == "baseline" else []:   # the same file in every run
+        if problem.get("cell") is None:
+            messages.append(f"Your file has a syntax error at {where(problem['line'])} ({clip(problem['message'], 200)}): "
+                            "Python could not read it past that line, so only the statements before it ran and every "
+                            "value assigned after it is missing. Fix it first.")
+        else:
+            messages.append(f"{where(problem['line'], problem.get('cell'))} has a syntax error "
+                            f"({clip(problem['message'], 200)}); that cell did not run (the other cells did).")
     if snap.setup_error:
         messages.append(f"{run}, the grader could not prepare the run ({snap.setup_error}).")
     if snap.ending == "sys_exit":
@@ -206,7 +215,7 @@ def run_messages(assignment: Assignment, scenario: str, snap: Snapshot, baseline
         messages.append(f"{run}, your program asked for more than its {limits.memory_bytes // 2**20} MiB of memory "
                         "(shared memory and scratch files included) and was refused.")
     if memory_errors:
-        messages.append(f"{run}, {where(memory_errors[0].line, memory_errors[0].cell)} hit the memory limit "
+        messages.append(f"{run}, {failure_place(memory_errors[0])} hit the memory limit "
                         f"({limits.memory_bytes // 2**20} MiB) and was stopped.")
     if snap.soft_limit_hit:
         timed_out = [s for s in snap.statements if s.status == "timeout"]
@@ -218,8 +227,11 @@ def run_messages(assignment: Assignment, scenario: str, snap: Snapshot, baseline
         errors = [s for s in errors if (s.line, s.cell) not in places]
     errors = [s for s in errors if not (s.error or {}).get("grader_fault")]
     if errors:
-        listed = "; ".join(f"{where(s.line, s.cell)}: {s.raised['type']}: {s.raised['message'][:160]}" for s in errors[:5])
-        messages.append(f"{run}, {len(errors)} statement(s) raised an error and the run went on past them ({listed}).")
+        listed = "; ".join(f"{failure_place(s)}: {s.raised['type']}: {clip(s.raised['message'], 160)}"
+                           for s in errors[:ERRORS_LISTED])
+        more = f"; and {len(errors) - ERRORS_LISTED} more" if len(errors) > ERRORS_LISTED else ""
+        messages.append(f"{run}, {len(errors)} statement(s) raised an error and the run went on past them "
+                        f"({listed}{more}).")
     if snap.channel_problem:
         messages.append(f"{run}, {snap.channel_problem}.")
     if assignment.evidence and (not snap.evidence.installed or snap.evidence.problem) and snap.ending != "setup_failed":

@@ -25,8 +25,9 @@ from markupsafe import Markup, escape
 from grader.common.files import atomic_write
 from grader.intake.discovery import safe_filename
 from grader.model.record import Record
-from grader.model.verdicts import ISOLATION_PREFIX, limit_notes, mark, passed
+from grader.model.verdicts import ISOLATION_PREFIX, limit_notes, mark, passed, stopped_early, student_messages
 from grader.outputs.figure_data import ReadFigure, differences, read_figure
+from grader.outputs.summary import class_average
 from grader.outputs.writers import STUDENT_VISIBLE
 
 TEMPLATES = Path(__file__).with_name("report_templates")
@@ -143,6 +144,7 @@ def class_context(records: list[Record], assignment, run_info: dict) -> dict[str
                  for r in graded if isinstance(r.get("check_errors"), dict) and r["check_errors"]]
 
     percents = [_percent(r) for r in records]
+    average = class_average(records, getattr(assignment, "max_score", None))
     environment = dict(run_info.get("environment") or (records[0].get("environment", {}) if records else {}))
     return {
         "title": getattr(assignment, "title", "") or getattr(assignment, "id", ""),
@@ -150,8 +152,7 @@ def class_context(records: list[Record], assignment, run_info: dict) -> dict[str
         "generated": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
         "n": len(records), "n_graded": len(graded), "n_errored": len(errored),
         "max_score": getattr(assignment, "max_score", records[0]["max_score"] if records else 0.0),
-        "mean": sum(percents) / len(percents) if percents else 0.0,
-        "median": sorted(percents)[len(percents) // 2] if percents else 0.0,
+        "average": average,
         "histogram": _figures().score_histogram(percents) if records else None,
         "checks": check_rows, "groups": group_rows,
         "check_chart": _figures().pass_rate_chart([(row["id"], row["rate"], row["partial_rate"]) for row in check_rows])
@@ -181,12 +182,16 @@ def student_context(record: Record, assignment, reference_figures: dict, cache,
     sections: list[dict] = []
     current: dict[str, Any] | None = None
     for check in record.get("checks", []):
-        if check.get("visibility") not in STUDENT_VISIBLE:
-            continue
         if current is None or check["group"] != current["group"]:
             current = {"group": check["group"], "title": titles.get(check["group"], check["group"]), "checks": []}
             sections.append(current)
-        current["checks"].append({**check, "mark": mark(check["score"], check["max_score"])})
+        verdict = mark(check["score"], check["max_score"])
+        if check.get("visibility") in STUDENT_VISIBLE:
+            current["checks"].append({**check, "mark": verdict, "hidden": False})
+        else:   # only whether it passed, so the group's score is accounted for (as on Gradescope)
+            outcome = "passed" if verdict == "pass" else "did not pass"
+            current["checks"].append({"id": "", "score": check["score"], "max_score": check["max_score"], "mark": verdict,
+                                      "hidden": True, "feedback": f"A hidden check {outcome}; its details are not shown."})
 
     groups = [{"name": name, "title": titles.get(name, name), "score": value["score"], "max_score": value["max_score"],
                "mark": mark(value["score"], value["max_score"]),
@@ -229,7 +234,8 @@ def student_context(record: Record, assignment, reference_figures: dict, cache,
         "record": record, "percent": _percent(record),
         "error": record.get("status") != "graded",
         "reason": (record.get("messages") or ["unknown reason"])[0],
-        "groups": groups, "sections": sections, "messages": record.get("messages", []),
+        "groups": groups, "sections": sections, "messages": student_messages(record.get("messages", [])),
+        "stopped": stopped_early(record),
         "figure_name": figure_name, "figures": figures,
         "output_head": head[:OUTPUT_SHOWN_CHARS], "output_tail": tail[cut_tail:],
         "output_cut": cut_head + cut_tail, "output_omitted": (output.get("omitted_bytes", 0) or 0) if output else 0,

@@ -13,6 +13,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from grader.intake.notebook import where as where  # how feedback cites a place (checks import it from here)
 from grader.runs.decoding import INVALID, UNFINISHED, Missing, Opaque, decode, decode_array, seconds, text, whole
 from grader.runs.evidence import Evaluation, EvidenceSummary, Sighting, decode_evaluation, decode_sighting
 from grader.sandbox.process import RawRun
@@ -55,13 +56,6 @@ class Statement:
         return self.error
 
 
-def where(line: int | None, cell: int | None = None) -> str:
-    """How feedback cites a place: "line 12", or "cell 3, line 2" in a notebook."""
-    if line is None or line < 0:
-        return f"cell {cell}" if cell is not None else "an unknown line"
-    return f"cell {cell}, line {line}" if cell is not None else f"line {line}"
-
-
 @dataclass
 class Snapshot:
     """One scenario's run of one submission, as plain data."""
@@ -78,7 +72,7 @@ class Snapshot:
     sightings: list[Sighting] = field(default_factory=list)
     evidence: EvidenceSummary = field(default_factory=EvidenceSummary)
     statements: list[Statement] = field(default_factory=list)
-    ending: str = "lost"   # completed | sys_exit | setup_failed | killed_wall | exited_early | lost
+    ending: str = "lost"   # completed | syntax_error | sys_exit | setup_failed | killed_wall | exited_early | lost
     exit_code: Any = None
     exit_line: int | None = None
     exit_cell: int | None = None
@@ -223,6 +217,8 @@ def _set_ending(snap: Snapshot, raw: RawRun, done: dict | None) -> None:
         snap.ending = "killed_wall"
     elif done is not None:
         snap.ending = str(done.get("kind")) if done.get("kind") in ("completed", "sys_exit") else "lost"
+        if snap.ending == "completed" and any(problem["cell"] is None for problem in snap.syntax_errors):
+            snap.ending = "syntax_error"   # a script stops at its syntax error (a notebook skips only that cell)
         snap.exit_code = _exit_code(done.get("code"))
         snap.exit_line = whole(done.get("line")) if done.get("line") is not None else None
         snap.exit_cell = _cell(done.get("cell"))

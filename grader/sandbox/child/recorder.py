@@ -29,64 +29,16 @@ import collections
 import functools
 import hashlib
 import threading
-import types
 
 from encoding import SoftTimeLimit, encode_array
+from evidence_stream import Stream
+from jax_hooks import checkpoint_transform, jit_transform
 
 OBSERVE_NAME = "__grader_observe__"
 SEEN_NAME = "__grader_seen__"
 MAX_LEAVES = 8             # arrays kept from one call's arguments, and from its result
 MAX_WALK = 64              # containers walked looking for them
 DIFFERENTIATING = ("JVPTracer", "LinearizeTracer", "JetTracer", "JaxprTracer")
-
-
-class Stream:
-    """One kind of event, bounded per statement (first half at once, last half in a ring) and per run."""
-
-    def __init__(self, send, kind, total, per_statement):
-        self.send = send
-        self.kind = kind
-        self.total = total
-        self.head = per_statement - per_statement // 2
-        self.ring = collections.deque(maxlen=max(0, per_statement // 2))
-        self.sent = 0
-        self.in_statement = 0
-        self.omitted = 0               # in the current statement
-        self.omitted_total = 0
-        self.lock = threading.Lock()
-
-    def add(self, event):
-        with self.lock:
-            self.in_statement += 1
-            if self.sent >= self.total:
-                self._omit(1)
-            elif self.in_statement <= self.head:
-                self.sent += 1
-                self.send(event)
-            else:
-                if len(self.ring) == self.ring.maxlen:
-                    self._omit(1)
-                if self.ring.maxlen:
-                    self.ring.append(event)
-                else:
-                    self._omit(1)
-
-    def _omit(self, count):
-        self.omitted += count
-        self.omitted_total += count
-
-    def end_statement(self):
-        """Send the ring; return how many events of the statement were left out."""
-        with self.lock:
-            while self.ring:
-                event = self.ring.popleft()
-                if self.sent >= self.total:
-                    self._omit(1)
-                    continue
-                self.sent += 1
-                self.send(event)
-            omitted, self.omitted, self.in_statement = self.omitted, 0, 0
-            return omitted
 
 
 class Frame:
@@ -176,8 +128,8 @@ class Recorder:
         self.array_types = (np.ndarray, type(jax.numpy.zeros(1)))
         real = {name: getattr(jax, name) for name in ("grad", "jvp", "vjp", "jit", "hessian", "value_and_grad",
                                                       "checkpoint") if hasattr(jax, name)}
-        jit = _jit_transform(self, real["jit"])
-        checkpoint = _checkpoint_transform(self, real["checkpoint"])
+        jit = jit_transform(self, real["jit"])
+        checkpoint = checkpoint_transform(self, real["checkpoint"])
         for module in (jax, jax.ad_checkpoint):
             for name, value in list(vars(module).items()):
                 if value is real["jit"]:
@@ -413,76 +365,3 @@ class Recorder:
 
     def _note(self, error):
         self.problem = self.problem or "recorder failed: %s" % type(error).__name__
-
-
-class JitProxy:
-    """What `jax.jit` returns while evidence is recorded: the real jitted function, whose concrete calls are
-    evaluations. Attribute access (`.lower`, `.trace`, `.eval_shape`, ...) goes to the real one; it binds as a
-    method like the real one does."""
-
-    def __init__(self, recorder, inner, name):
-        self._grader_recorder = recorder
-        self._grader_inner = inner
-        self._grader_name = name
-        try:
-            functools.update_wrapper(self, inner, updated=())
-        except BaseException:
-            pass
-
-    def __call__(self, *args, **kwargs):
-        return self._grader_recorder.call("jit", self._grader_name, self._grader_inner, args, kwargs)
-
-    def __getattr__(self, name):
-        return getattr(self.__dict__["_grader_inner"], name)
-
-    def __get__(self, instance, owner=None):
-        return self if instance is None else types.MethodType(self, instance)
-
-    def __repr__(self):
-        return repr(self._grader_inner)
-
-
-def _named_like(wrapper, original):
-    """The wrapper's code named like the real function, so an error about its arguments names the real one."""
-    try:
-        name = original.__name__
-        wrapper.__code__ = wrapper.__code__.replace(co_name=name, co_qualname=name)
-        wrapper.__doc__ = original.__doc__
-    except (AttributeError, TypeError, ValueError):
-        pass
-    return wrapper
-
-
-def _jit_transform(recorder, original):
-    def jit(fun=None, *args, **kwargs):
-        if fun is None:   # jax.jit(static_argnums=...) used as a decorator factory
-            return lambda f: jit(f, *args, **kwargs)
-        name = "jit(%s)" % str(getattr(fun, "__qualname__", None) or getattr(fun, "__name__", "function"))[:120]
-        return JitProxy(recorder, original(fun, *args, **kwargs), name)
-
-    return _named_like(jit, original)
-
-
-def _checkpoint_transform(recorder, original):
-    """`jax.checkpoint`: while its function is traced no callback is added (effects inside a checkpointed function
-    would change what it saves)."""
-
-    def checkpoint(fun=None, *args, **kwargs):
-        if fun is None:
-            return lambda f: checkpoint(f, *args, **kwargs)
-
-        def inside(*call_args, **call_kwargs):
-            depth = recorder.checkpoint_depth
-            depth.value = getattr(depth, "value", 0) + 1
-            try:
-                return fun(*call_args, **call_kwargs)
-            finally:
-                depth.value -= 1
-
-        try:
-            functools.update_wrapper(inside, fun)
-        except BaseException:
-            pass
-        return original(inside, *args, **kwargs)
-
-    return _named_like(checkpoint, original)

@@ -6,6 +6,7 @@ whole-objective experiment) with both exercises solved. Regions between
 """
 # Step 1 — Define two differentiation policies: Both functions compute the same pure objective; only the...
 import contextlib
+print('start'
 import io
 import time
 import numpy as np
@@ -170,8 +171,6 @@ finite=(float(plain(x+eps*direction))-float(plain(x-eps*direction)))/(2*eps)
 automatic=float(jnp.vdot(jax.grad(plain)(x),direction))
 np.testing.assert_allclose(finite,automatic,rtol=3e-3,atol=1e-6)
 print('Directional derivative finite/automatic:',finite,automatic,'epsilon',eps)
-import sys
-sys.exit(0)
 # END EXERCISE directional
 
 # BEGIN EXERCISE hvp
