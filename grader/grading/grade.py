@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import signal
 import traceback
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -29,7 +30,9 @@ MEMORY_SIGNS = ("MemoryError", "std::bad_alloc", "Cannot allocate memory", "RESO
 
 
 def grade(assignment: Assignment, submission: Submission, facts: dict, variant_seed: int,
-          runner: Runner | None = None) -> Record:
+          runner: Runner | None = None, keep_runs: Callable[[dict[str, Snapshot]], None] | None = None) -> Record:
+    """`keep_runs`, when given, sees the runs' snapshots (the batch keeps exercise values for the instructor's
+    similarity report); nothing it does reaches the record, and a failure in it costs the student nothing."""
     if submission.problem:
         return error_record(assignment, submission, submission.problem, variant_seed)
     seeds = {name: scenario_seed(assignment, scenario, variant_seed) for name, scenario in assignment.scenarios.items()}
@@ -37,6 +40,11 @@ def grade(assignment: Assignment, submission: Submission, facts: dict, variant_s
     with ThreadPoolExecutor(max_workers=len(seeds)) as pool:
         futures = {name: pool.submit(_run, assignment, name, seed, submission, runner) for name, seed in seeds.items()}
         snapshots: dict[str, Snapshot] = {name: future.result()[0] for name, future in futures.items()}
+    if keep_runs is not None:
+        try:
+            keep_runs(snapshots)
+        except Exception:  # the instructor's extra data is never worth a student's record
+            pass
     oracles = {name: build_oracle(assignment, name, seed, facts) for name, seed in seeds.items()}
     checks = run_checks(assignment, snapshots, oracles)
     messages = list(submission.notes) + unfinished_message(submission.source, submission.cells)
@@ -248,10 +256,10 @@ def _early_exit_reason(snap: Snapshot, limits) -> str:
 
 
 def grade_one(assignment: Assignment, submission: Submission, facts: dict, seed: int,
-              runner: Runner | None = None) -> Record:
+              runner: Runner | None = None, keep_runs: Callable[[dict[str, Snapshot]], None] | None = None) -> Record:
     """`grade`, but a grader bug still leaves a record for this student (marked as the grader's error)."""
     try:
-        return grade(assignment, submission, facts, seed, runner)
+        return grade(assignment, submission, facts, seed, runner, keep_runs)
     except Exception:  # a grader bug must still leave a record for this student
         detail = traceback.format_exc(limit=3).strip().splitlines()[-1]
         record = error_record(assignment, submission, f"The grader failed on this submission ({detail}); please report it.", seed)
