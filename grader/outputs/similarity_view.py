@@ -39,7 +39,7 @@ def similarity_csv(report: SimilarityReport) -> str:
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
     writer.writerow(COLUMNS)
-    writer.writerow(["note", "", report.caution] + [""] * (len(COLUMNS) - 3))
+    writer.writerow(["note", "", report.caution] + [""] * (len(COLUMNS) - 3))   # the caution, in column `a`
     for rank, pair in enumerate(report.pairs, start=1):
         code = pair.code
         matching = " | ".join(f"a {_place(pair.a.term, r.a_cell, r.a_lines)} ~ b {_place(pair.b.term, r.b_cell, r.b_lines)}"
@@ -64,7 +64,7 @@ def write_similarity_csv(out: Path, report: SimilarityReport) -> Path:
 def _pair_context(rank: int, pair: PairResult) -> dict[str, Any]:
     return {"rank": rank, "a": _name(pair.a), "b": _name(pair.b), "a_file": pair.a.file, "b_file": pair.b.file,
             "score": pair.score, "flagged": pair.flagged, "code": pair.code, "value_score": pair.value_score,
-            "values": pair.values,
+            "shared": pair.values,
             "regions": [{"a_where": _place(pair.a.term, r.a_cell, r.a_lines), "a_text": r.a_text,
                          "b_where": _place(pair.b.term, r.b_cell, r.b_lines), "b_text": r.b_text, "tokens": r.tokens}
                         for r in pair.code.regions]}
@@ -74,5 +74,5 @@ def similarity_context(report: SimilarityReport) -> dict[str, Any]:
     return {"caution": report.caution, "threshold": report.threshold, "documents": report.documents,
             "earlier": report.earlier, "flagged": report.flagged, "compared_pairs": report.compared_pairs,
             "pairs": [_pair_context(rank, pair) for rank, pair in enumerate(report.pairs, start=1)],
-            "clusters": [{"members": c.members, "top_score": c.top_score, "values": c.values} for c in report.clusters],
+            "clusters": [{"members": c.members, "top_score": c.top_score, "shared": c.values} for c in report.clusters],
             "notes": report.notes, "boilerplate": report.boilerplate, "seconds": report.seconds, "csv": CSV_NAME}

@@ -4,8 +4,8 @@ A unit is one top-level statement (a cell holds several; a class, or a block suc
 holding definitions, is split into its header and its statements, so reordered methods and helpers still
 match). Each token is normalised: names a student chooses become `V`, number literals `N`, strings `S`;
 keywords, operators, builtins and attribute names (`jax.jvp`, `.ones_like`) stay, since renaming a variable
-cannot change them. Comments, blank lines, indentation, `;` and trailing commas are dropped, so layout does
-not matter, and a run of literals (`[0.3, -1.2, ...]`) is one literal, so typed-in data is not code.
+cannot change them. Comments, blank lines, indentation, `;`, trailing commas and grouping parentheses are
+dropped, so layout does not matter, and a run of literals (`[0.3, -1.2, ...]`) is one literal, so typed-in data is not code.
 Code with a syntax error keeps the statements before the error and cuts the rest at lines that start at
 column 0; code that does not tokenise falls back to a plain regular-expression scan. Every submission gets
 units, whatever it holds, in time linear in its length.
@@ -117,6 +117,7 @@ def _tokens(source: str) -> list[tuple[str, tuple[int, int], tuple[int, int]]]:
         raw += _fallback_tokens(rest)
     out: list[tuple[str, tuple[int, int], tuple[int, int]]] = []
     previous = ""
+    opened: list[bool] = []     # for each open bracket: is it kept (a call's, an index's) or a grouping one
     for index, (kind, text, start, end) in enumerate(raw):
         if len(out) >= MAX_TOKENS:
             break
@@ -134,6 +135,15 @@ def _tokens(source: str) -> list[tuple[str, tuple[int, int], tuple[int, int]]]:
             word = text
         if word == "," and _next_text(raw, index) in CLOSERS:
             continue   # a trailing comma is layout
+        if word == "(":
+            opened.append(previous == "V" or previous in CLOSERS or (previous.isidentifier()
+                                                                      and not keyword.iskeyword(previous)))
+            if not opened[-1]:
+                continue   # grouping parentheses are layout: `a, b = (x, y)` is `a, b = x, y`
+        elif word in ("[", "{"):
+            opened.append(True)
+        elif word in CLOSERS and opened and not opened.pop():
+            continue
         if word in LITERALS and len(out) >= 2 and out[-1][0] in SIGNS and out[-2][0] in OPENERS:
             out.pop()  # a signed literal is one literal: `[-1.2, 0.5]` is `[N, N]`
         if word in LITERALS and len(out) >= 2 and out[-1][0] == "," and out[-2][0] == word:
