@@ -89,7 +89,7 @@ def load_results(out: Path) -> Loaded:
         except (OSError, ValueError, UnicodeDecodeError):
             continue
         stored = _read_json(sidecar_path(out, str(record.get("submission", ""))))
-        if stored is None:
+        if stored is None or stored.get("sha256") != record.get("sha256"):   # none, or kept for another file
             if record.get("status") == "graded":
                 missing.append(str(record.get("submission")))
             continue
@@ -97,8 +97,9 @@ def load_results(out: Path) -> Loaded:
         if document is not None:
             loaded.documents.append(document)
     if missing:
-        loaded.notes.append(f"{len(missing)} graded submission(s) have no stored code under {FOLDER}/ (graded by an "
-                            f"older grader) and are left out: {', '.join(missing[:10])}; grade them again with --regrade.")
+        loaded.notes.append(f"{len(missing)} graded submission(s) have no stored code under {FOLDER}/ matching their "
+                            f"record (graded by an older grader?) and are left out: {', '.join(missing[:10])}; grade "
+                            "them again with --regrade.")
     return loaded
 
 
