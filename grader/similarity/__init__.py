@@ -4,5 +4,5 @@ values. A reason to look, never a verdict: nothing here enters a grade or anythi
 `tokens` turns code into normalised statement units, `fingerprints` winnows their k-grams, `code_match` compares
 every document with every other through an index of fingerprints, `value_match` finds rare wrong values and rare
 free choices that submissions share, `store` keeps each submission's code and exercise values under
-OUT/similarity/, and `batch` puts it together into a `SimilarityReport`.
+OUT/similarity/, and `report` puts it together into a `SimilarityReport` (drawn by grader/outputs/similarity_view.py).
 """
