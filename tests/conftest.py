@@ -52,7 +52,7 @@ class ReferenceCache:
             assignment = grader.config.assignment.load(assignment_id, root)
             seeds = {name: scenario_seed(assignment, s, variant_seed) for name, s in assignment.scenarios.items()}
             compile_cache.warm(assignment, folder, seeds)
-            reference_figures(assignment, folder, seeds)
+            reference_figures(assignment, folder, seeds, batch_seed=variant_seed)
         target = Path(out) / ".grader-cache"
         shutil.copytree(folder, target, symlinks=True, dirs_exist_ok=True)
         return target

@@ -23,6 +23,7 @@ import grader.config.assignment
 from grader.intake.discovery import safe_filename
 from grader.outputs import figure_data
 from grader.outputs.reports import write_reports
+from grader.runs.jobs import scenario_seed
 
 CORPUS = Path(__file__).parent / "assignments" / "performance-05" / "corpus"
 CASES = {"reference": "reference.py", "zeros": "memory_zeros_when_unavailable.py", "empty": "empty.py"}
@@ -51,20 +52,22 @@ def graded(tmp_path_factory, assignment, reference_cache):
                                        progress=lambda line: None)
     records = {r["submission"]: r for r in result.records}
     assert set(records) == set(CASES)
-    reference_figures = _reference_figures(assignment, out, records["reference"])
+    reference_figures = _reference_figures(assignment, out, records["reference"], 4242)
     run_info = {"variant_seed": result.variant_seed, "seconds": result.seconds,
                 "environment": records["reference"]["environment"]}
     return {"records": records, "reference_figures": reference_figures, "run_info": run_info, "root": root}
 
 
-def _reference_figures(assignment, out: Path, reference_record: dict) -> dict:
-    """The reference solution's figures: measured by the grader when it can, else the reference record's own."""
+def _reference_figures(assignment, out: Path, reference_record: dict, batch_seed: int) -> dict:
+    """The reference solution's figures in the batch's worlds (its seeds and batch seed, which a scenario's changes
+    derive from): measured by the grader when it can, else the reference record's own."""
     try:
         from grader.grading.reference import reference_figures
     except ImportError:
         reference_figures = None
     if reference_figures is not None:
-        figures = reference_figures(assignment, out / ".grader-cache")
+        seeds = {name: scenario_seed(assignment, s, batch_seed) for name, s in assignment.scenarios.items()}
+        figures = reference_figures(assignment, out / ".grader-cache", seeds, batch_seed=batch_seed)
         if figures:
             return figures
     return reference_record.get("figures") or {}

@@ -27,6 +27,7 @@ from grader.model.record import Record, record_from_json
 from grader.outputs.progress import Progress
 from grader.outputs.reports import write_reports
 from grader.outputs.results_folder import claim
+from grader.outputs.similarity_view import write_similarity_csv
 from grader.outputs.writers import (
     grades_csv,
     result_path,
@@ -35,6 +36,8 @@ from grader.outputs.writers import (
 )
 from grader.runs.jobs import fresh_variant_seed, scenario_seed
 from grader.runs.runners import fast_runner
+from grader.similarity.report import SimilarityOptions, run_keeper, safe_similarity, settings_for
+from grader.similarity.store import ensure_sidecars
 
 
 @dataclass
@@ -63,7 +66,7 @@ def previous_record(out: Path, submission: Submission, assignment: Assignment) -
 
 def grade_folder(assignment: Assignment, folder: Path, out: Path, workers: int | None = None, regrade: bool = False,
                  variant_seed: int | None = None, progress: Progress | Callable[[str], None] | None = None,
-                 roster: Path | None = None) -> BatchResult:
+                 roster: Path | None = None, similarity: SimilarityOptions | None = None) -> BatchResult:
     started = time.monotonic()
     folder, out = Path(folder).absolute(), Path(out).absolute()   # sandboxes bind these by path: never relative
     progress = progress if isinstance(progress, Progress) else (Progress.lines(progress) if progress else Progress())
@@ -95,11 +98,12 @@ def grade_folder(assignment: Assignment, folder: Path, out: Path, workers: int |
                       "first run into a results folder, about a minute on 2 cores; reused after) ...")
         facts = reference_facts(assignment, cache)
         with fast_runner(assignment, cache, seeds, progress.note) as runner:
-            figures = reference_figures(assignment, cache, seeds, runner)
+            figures = reference_figures(assignment, cache, seeds, runner, batch_seed=seed)
             workers = max(1, workers or os.cpu_count() or 1)
             progress.start(len(pending))
             with ThreadPoolExecutor(max_workers=workers) as pool:
-                futures = {pool.submit(grade_one, assignment, s, facts, seed, runner): s for s in pending}
+                futures = {pool.submit(grade_one, assignment, s, facts, seed, runner, run_keeper(out, s, assignment)): s
+                           for s in pending}
                 for future in as_completed(futures):
                     record = future.result()
                     write_result(out, record)
@@ -110,8 +114,15 @@ def grade_folder(assignment: Assignment, folder: Path, out: Path, workers: int |
     # LMS files: OUT/gradescope/<id>.json, OUT/final_grades.csv (otter), OUT/canvas.csv (roster: a Canvas export)
     result.warnings = write_lms_outputs(out, result.records, assignment, Roster.load(roster) if roster else None)
     # HTML: OUT/report.html for the instructor, OUT/<id>.feedback.html per student (figure beside the reference's)
-    figures = figures if figures is not None else reference_figures(assignment, cache, seeds)
+    figures = figures if figures is not None else reference_figures(assignment, cache, seeds, batch_seed=seed)
+    # The instructor's similarity report (OUT/similarity/ holds each submission's code and values for it)
+    ensure_sidecars(out, submissions)
+    options = similarity or SimilarityOptions()
+    report = None
+    if options.enabled if options.enabled is not None else settings_for(assignment).enabled:
+        report = safe_similarity(out, assignment, options)
+        write_similarity_csv(out, report)
     write_reports(out, result.records, assignment, figures,
-                  {"variant_seed": seed, "seconds": time.monotonic() - started, "environment": environment()})
+                  {"variant_seed": seed, "seconds": time.monotonic() - started, "environment": environment()}, report)
     result.seconds = time.monotonic() - started
     return result

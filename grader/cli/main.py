@@ -17,6 +17,7 @@ from grader import __version__
 from grader.authoring.build import BuildError, build
 from grader.authoring.new_lesson import NewLessonError, new_lesson
 from grader.cli.batch import grade_folder
+from grader.cli.similar import add_similarity_options, options_from, similar_command
 from grader.cli.trial import trial_grading
 from grader.config.assignment import ConfigError, available, find_root, load
 from grader.outputs.summary import summary_table
@@ -37,6 +38,14 @@ def main(argv: list[str] | None = None) -> int:
     grade_cmd.add_argument("--regrade", action="store_true", help="grade again even where an up-to-date result exists")
     grade_cmd.add_argument("--variant-seed", type=int, default=None, help="fix the variant scenario's seed (default: random)")
     grade_cmd.add_argument("--roster", type=Path, help="a Canvas gradebook export (CSV) whose students fill canvas.csv")
+    add_similarity_options(grade_cmd, on_grade=True)
+
+    similar_cmd = commands.add_parser("similar", help="the instructor's similarity report of a results folder, "
+                                      "without grading again (report.html section and similarity.csv)")
+    similar_cmd.add_argument("out", type=Path, help="the results folder `grader grade` wrote")
+    similar_cmd.add_argument("--assignment", help=ASSIGNMENT_HELP)
+    similar_cmd.add_argument("--root", type=Path, help=ROOT_HELP)
+    add_similarity_options(similar_cmd, on_grade=False)
 
     check_cmd = commands.add_parser("check", help="grade one file and print its visible feedback (exit 0 at full marks)")
     add_check_arguments(check_cmd)
@@ -82,6 +91,8 @@ def main(argv: list[str] | None = None) -> int:
         return _grade(assignment, args)
     if args.command == "build":
         return _build(assignment, args)
+    if args.command == "similar":
+        return similar_command(assignment, args)
     return _check(assignment, args)
 
 
@@ -89,7 +100,7 @@ ASSIGNMENT_HELP = ("assignment id, or the path of its folder assignments/<id>/ "
                    "(default: the only assignment under <root>/assignments/)")
 ROOT_HELP = "project root holding assignments/ (default: found from the current folder)"
 NAMED_BY = {"grade": "--assignment ID", "check": "--assignment ID", "build": "`grader build ID`",
-            "validate": "`grader validate ID`"}
+            "validate": "`grader validate ID`", "similar": "--assignment ID"}
 
 
 def _which_assignment(args) -> tuple[str, Path]:
@@ -154,7 +165,7 @@ def _grade(assignment, args) -> int:
     out = args.out or folder.resolve().parent / "results"
     try:
         result = grade_folder(assignment, folder, out, args.workers, args.regrade, args.variant_seed,
-                              roster=args.roster)
+                              roster=args.roster, similarity=options_from(args))
     except ConfigError as error:
         print(f"grader: {error}", file=sys.stderr)
         return 2

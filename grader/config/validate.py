@@ -21,6 +21,7 @@ from typing import Any
 from grader.config.check_functions import BUILTIN_PREFIX, builtin_names, check_function
 from grader.config.child_code import derived_parameters, probe_problems, setup_problems
 from grader.config.evidence_use import evidence_problems
+from grader.config.similarity import similarity_problems
 from grader.config.wording import names as _names
 from grader.config.wording import spelling as _spelling
 from grader.model.limits import Limits
@@ -31,7 +32,7 @@ EVIDENCE_BOUNDS = ("max_evaluations", "max_evaluations_per_statement", "max_sigh
 BINDING_RULES = ("first", "last", "last number", "last vector")   # or "as_of <name>"
 
 TABLES = ("assignment", "parameters", "tolerances", "scenarios", "groups", "checks", "limits", "evidence",
-          "bindings", "exercise_bindings", "report", "starter", "lms")
+          "bindings", "exercise_bindings", "report", "starter", "lms", "similarity")
 REQUIRED_TABLES = ("assignment", "parameters", "scenarios", "groups", "checks")
 ASSIGNMENT_KEYS = {"id": "", "title": "", "solution": "solutions/<id>.py (the reference solution, relative to the project root)",
                    "submission_filename": "", "max_submission_bytes": "1048576 (larger files are not run)",
@@ -126,6 +127,7 @@ def config_problems(config: dict[str, Any], folder_name: str) -> list[str]:
     problems += _check_problems(config["checks"], config["groups"], scenarios, contract)
     problems += _limit_problems(config.get("limits", {}))
     problems += _small_table_problems(config, contract)
+    problems += similarity_problems(config)   # the instructor's similarity report (grader/config/similarity.py)
     return problems
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import inspect
 import signal
 import traceback
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -34,7 +35,9 @@ ERRORS_LISTED = 5       # failed statements named in a run's note; beyond, "and 
 
 
 def grade(assignment: Assignment, submission: Submission, facts: dict, variant_seed: int,
-          runner: Runner | None = None) -> Record:
+          runner: Runner | None = None, keep_runs: Callable[[dict[str, Snapshot]], None] | None = None) -> Record:
+    """`keep_runs`, when given, sees the runs' snapshots (the batch keeps exercise values for the instructor's
+    similarity report); nothing it does reaches the record, and a failure in it costs the student nothing."""
     if submission.problem:
         return error_record(assignment, submission, submission.problem, variant_seed)
     seeds = {name: scenario_seed(assignment, scenario, variant_seed) for name, scenario in assignment.scenarios.items()}
@@ -43,6 +46,11 @@ def grade(assignment: Assignment, submission: Submission, facts: dict, variant_s
         futures = {name: pool.submit(_run, assignment, name, seed, submission, runner, variant_seed)
                    for name, seed in seeds.items()}
         snapshots: dict[str, Snapshot] = {name: future.result()[0] for name, future in futures.items()}
+    if keep_runs is not None:
+        try:
+            keep_runs(snapshots)
+        except Exception:  # the instructor's extra data is never worth a student's record
+            pass
     oracles = {name: build_oracle(assignment, name, seed, facts, variant_seed) for name, seed in seeds.items()}
     checks = run_checks(assignment, snapshots, oracles, region_lines(submission.source, submission.cells),
                         reference_runs(assignment, seeds, runner, variant_seed))
@@ -273,10 +281,10 @@ def _early_exit_reason(snap: Snapshot, limits) -> str:
 
 
 def grade_one(assignment: Assignment, submission: Submission, facts: dict, seed: int,
-              runner: Runner | None = None) -> Record:
+              runner: Runner | None = None, keep_runs: Callable[[dict[str, Snapshot]], None] | None = None) -> Record:
     """`grade`, but a grader bug still leaves a record for this student (marked as the grader's error)."""
     try:
-        return grade(assignment, submission, facts, seed, runner)
+        return grade(assignment, submission, facts, seed, runner, keep_runs)
     except Exception:  # a grader bug must still leave a record for this student
         detail = traceback.format_exc(limit=3).strip().splitlines()[-1]
         record = error_record(assignment, submission, f"The grader failed on this submission ({detail}); please report it.", seed)

@@ -44,15 +44,16 @@ def encoded_facts(assignment: Assignment, cache_dir: Path | None) -> dict[str, A
 
 
 def reference_figures(assignment: Assignment, cache_dir: Path | None,
-                      seeds: dict[str, int] | None = None, runner: Runner | None = None) -> dict[str, Any]:
+                      seeds: dict[str, int] | None = None, runner: Runner | None = None,
+                      batch_seed: int | None = None) -> dict[str, Any]:
     """Scenario -> the reference solution's figure (JSON-safe), or {} when the assignment names no figure.
 
     With `seeds` (scenario -> seed, as the batch graded), each scenario runs with its batch seed, so the figure a
     student sees beside theirs is what the reference drew in the same world (the variant's compiler answers
-    depend on the seed); cached per seeds."""
+    depend on the seed; with `batch_seed`, the grading run's, so do a scenario's other changes); cached per seeds."""
     if not seeds:
         return _measured(assignment, cache_dir)["figures"]
-    key = hashlib.sha256(json.dumps(sorted(seeds.items())).encode()).hexdigest()[:12]
+    key = hashlib.sha256(json.dumps([sorted(seeds.items()), batch_seed]).encode()).hexdigest()[:12]
     cache = cache_dir / f"figures-{assignment.id}-{cache_key(assignment)}-{key}.json" if cache_dir else None
     if cache and cache.is_file():
         try:
@@ -61,7 +62,7 @@ def reference_figures(assignment: Assignment, cache_dir: Path | None,
                 return cached
         except ValueError:
             pass
-    figures = _figures(assignment, seeds, runner)
+    figures = _figures(assignment, seeds, runner, batch_seed)
     if cache:
         cache.parent.mkdir(parents=True, exist_ok=True)
         atomic_write(cache, json.dumps(figures))
@@ -85,7 +86,8 @@ def _measured(assignment: Assignment, cache_dir: Path | None) -> dict[str, Any]:
     return measured
 
 
-def _figures(assignment: Assignment, seeds: dict[str, int] | None = None, runner: Runner | None = None) -> dict[str, Any]:
+def _figures(assignment: Assignment, seeds: dict[str, int] | None = None, runner: Runner | None = None,
+             batch_seed: int | None = None) -> dict[str, Any]:
     name = assignment.figure_name
     if not name:
         return {}
@@ -94,7 +96,8 @@ def _figures(assignment: Assignment, seeds: dict[str, int] | None = None, runner
 
     def figure(scenario: Any) -> Any:
         seed = seeds.get(scenario.name, assignment.lesson_seed)
-        snapshot, _ = run_scenario(assignment, scenario, seed, source, assignment.submission_filename, runner)
+        snapshot, _ = run_scenario(assignment, scenario, seed, source, assignment.submission_filename, runner,
+                                   batch_seed=batch_seed)
         return json_safe(snapshot.values.get(name))
 
     scenarios = list(assignment.scenarios.values())

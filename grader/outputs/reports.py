@@ -27,8 +27,10 @@ from grader.intake.discovery import safe_filename
 from grader.model.record import Record
 from grader.model.verdicts import ISOLATION_PREFIX, limit_notes, mark, passed, stopped_early, student_messages
 from grader.outputs.figure_data import ReadFigure, differences, read_figure
+from grader.outputs.similarity_view import similarity_context
 from grader.outputs.summary import class_average
 from grader.outputs.writers import STUDENT_VISIBLE
+from grader.similarity.report import SimilarityReport
 
 TEMPLATES = Path(__file__).with_name("report_templates")
 OUTPUT_SHOWN_CHARS = 20000  # of the head and of the tail each: the page stays small for a 1 MiB output
@@ -251,8 +253,10 @@ def _fallback_page(title: str, problem: str) -> str:
 
 
 def write_reports(out: Path, records: list[Record], assignment, reference_figures: dict | None,
-                  run_info: dict | None) -> list[Path]:
-    """Write OUT/report.html and OUT/<safe id>.feedback.html for every record; returns the paths written."""
+                  run_info: dict | None, similarity: SimilarityReport | None = None) -> list[Path]:
+    """Write OUT/report.html and OUT/<safe id>.feedback.html for every record; returns the paths written.
+
+    `similarity` (the instructor's similarity report) goes into report.html only, never into a student's page."""
     started = time.monotonic()
     out = Path(out)
     run_info = run_info or {}
@@ -272,14 +276,22 @@ def write_reports(out: Path, records: list[Record], assignment, reference_figure
                                   f"the Markdown feedback next to it has everything.")
         atomic_write(path, page)
         written.append(path)
-    path = out / "report.html"
+    written.append(write_class_report(out, records, assignment, run_info, similarity, started))
+    return written
+
+
+def write_class_report(out: Path, records: list[Record], assignment, run_info: dict | None,
+                       similarity: SimilarityReport | None = None, started: float | None = None) -> Path:
+    """Write OUT/report.html alone (`grader similar` redraws it with a new similarity section)."""
+    started = time.monotonic() if started is None else started
+    path = Path(out) / "report.html"
     try:
-        context = class_context(records, assignment, run_info)
+        context = class_context(records, assignment, run_info or {})
         context["report_seconds"] = time.monotonic() - started
-        page = env.get_template("report.html.j2").render(context)
+        context["similarity"] = similarity_context(similarity) if similarity is not None else None
+        page = _environment().get_template("report.html.j2").render(context)
     except Exception as error:  # the grades and the other outputs are written already: say so, do not crash
         page = _fallback_page("Class report", f"The class report could not be drawn ({type(error).__name__}: "
                                               f"{error}); grades.csv and the per-student files are complete.")
     atomic_write(path, page)
-    written.append(path)
-    return written
+    return path
