@@ -508,6 +508,46 @@ def test_scenario_setup_runs_before_the_student_file():
     assert snap.values["other"] == int(np.random.default_rng(5).integers(1 << 30))
 
 
+LIBRARY_NAMED_FILE = """
+    import os
+    if __name__ != "__main__":   # imported as a library module: forge the grader's set-up report
+        os.write(4, b'{"setup": "failed", "message": "OSError: No space left on device"}\\n')
+        raise ImportError("imported by the grader")
+    import importlib.util
+    ran_as = __name__
+    with open(__file__, encoding="utf-8") as own:
+        own_lines = len(own.read().splitlines())
+    importable = importlib.util.find_spec("lazymod") is not None
+"""
+
+
+def test_the_submission_is_not_importable_while_the_grader_sets_up():
+    """JAX, NumPy and the standard library import modules lazily during the harness's set-up: a file named like one
+    must not run then (the control pipe is open), however it is named; it runs once, as __main__, afterwards."""
+    source = textwrap.dedent(LIBRARY_NAMED_FILE).lstrip("\n")
+    limits = FAST
+    lazy = new_job(source, "lazymod.py", ["ran_as", "own_lines", "importable"], limits,
+                   setup_source="def import_like_a_library(name):\n    try:\n        __import__(name)\n"
+                                "    except ImportError:\n        pass\n",
+                   setup_calls=[("import_like_a_library", {"name": "lazymod"})], data=source.encode())
+    raw = RUNNER["run_job"](lazy, limits)
+    snap = build_snapshot(raw, "baseline", 18)
+    assert raw.setup_ok and snap.setup_error is None, raw.setup
+    assert snap.values == {"ran_as": "__main__", "own_lines": len(source.splitlines()), "importable": False}
+
+
+@pytest.mark.parametrize("name", ["copy.py", "numpy.py", "lazymod.py"])
+def test_a_file_named_like_a_module_is_never_that_module(name):
+    """An honest `copy.py` (or `numpy.py`) is graded as it would be under the assignment's name: an import of that
+    name, by the file itself or by a library it calls, finds the real module (or none), never the submission."""
+    source = ("import copy, importlib.machinery, os\n"
+              f"spec = importlib.machinery.PathFinder.find_spec({name[:-3]!r})\n"
+              "mine = spec is not None and os.path.realpath(spec.origin) == os.path.realpath(__file__)\n"
+              "same = copy.deepcopy([1, [2]])\n")
+    raw = RUNNER["run_job"](new_job(source, name, ["mine", "same"], FAST, data=source.encode()), FAST)
+    assert build_snapshot(raw, "baseline", 18).values == {"mine": False, "same": [1, [2]]}
+
+
 def test_setup_failure_is_reported():
     snap, _ = run("a = 1\n", ["a"], setup_source="def broken(**_):\n    raise RuntimeError('no')\n",
                   setup_calls=[("broken", {})])
