@@ -653,7 +653,10 @@ def test_a_dead_fork_server_costs_the_student_nothing():
         assert server.generation == first + 1 and server._current.process.poll() is None, "the server was not restarted"
 
 
-def test_the_syscall_filter_refuses_namespaces_mounts_and_the_keyring():
+IO_SETUP = {"x86_64": 206, "aarch64": 0}.get(os.uname().machine, 206)   # the test's machines: x86_64, arm64
+
+
+def test_the_syscall_filter_refuses_namespaces_mounts_the_keyring_and_host_pools():
     from grader.sandbox.seccomp import filter_program
 
     snap, _ = run("""
@@ -664,15 +667,17 @@ def test_the_syscall_filter_refuses_namespaces_mounts_and_the_keyring():
         userns = errno_of(libc.unshare(0x10000000))
         mounted = errno_of(libc.mount(b"none", b"/tmp", b"tmpfs", 0, None))
         keyring = errno_of(libc.syscall(250, 0, 0))
+        context = ctypes.c_ulong(0)   # io_setup: a slot of the host-wide AIO pool (fs.aio-max-nr)
+        aio = errno_of(libc.syscall(IO_SETUP, 1, ctypes.byref(context)))
         import threading, subprocess
         t = threading.Thread(target=lambda: None); t.start(); t.join()
         child = subprocess.run(["true"]).returncode
-    """, ["userns", "mounted", "keyring", "child"])
+    """.replace("IO_SETUP", str(IO_SETUP)), ["userns", "mounted", "keyring", "aio", "child"])
     assert snap.values["child"] == 0                                               # threads and processes still work
     if filter_program() is None:   # without libseccomp the grader still runs, and says so in every record
         assert "no syscall filter" in snap.isolation
         return
-    assert [snap.values[n] for n in ("userns", "mounted", "keyring")] == [1, 1, 1]   # EPERM
+    assert [snap.values[n] for n in ("userns", "mounted", "keyring", "aio")] == [1, 1, 1, 1]   # EPERM
     assert "a syscall filter" in snap.isolation
 
 
