@@ -6,8 +6,9 @@ with a namespace flag, so no user namespace and no private mounts), every mount 
 tracing other processes and reading their memory, bpf, perf events, userfaultfd, io_uring, kernel modules,
 kexec, reboot, swap, clocks, host and domain names, raw I/O ports, file handles by number, quotas and the
 kernel log, and Linux AIO (`io_setup` reserves from the host-wide `fs.aio-max-nr` pool, which no namespace or
-cgroup divides: one run could take it all from every other process on the machine). Foreign system-call ABIs (32-bit calls on a 64-bit kernel) are killed by libseccomp's default.
-`clone3` answers ENOSYS so that C libraries fall back to `clone`, whose flags a filter can read.
+cgroup divides: one run could take it all from every other process on the machine). Foreign system-call ABIs
+(32-bit calls on a 64-bit kernel) are killed by libseccomp's default. `clone3` answers ENOSYS so that C
+libraries fall back to `clone`, whose flags a filter can read.
 
 The program is built once per grader process; where libseccomp is missing, `filter_program()` returns None
 and every record says there was no syscall filter.
