@@ -13,6 +13,7 @@ import math
 import os
 import signal
 import textwrap
+import threading
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -654,6 +655,47 @@ def test_a_dead_fork_server_costs_the_student_nothing():
 
 
 IO_SETUP = {"x86_64": 206, "aarch64": 0}.get(os.uname().machine, 206)   # the test's machines: x86_64, arm64
+
+
+def test_a_replacement_server_outlives_the_thread_that_found_the_old_one_dead(runner):
+    """A worker thread finds the server dead and a new one is started; that thread then ends (its submission is
+    done). bwrap's parent-death signal follows the thread that started it: the new server must not die with it."""
+    if runner != "fork server":
+        pytest.skip("about the fork server alone")
+    with ForkServer() as server:
+        server._current.process.kill()
+        server._current.process.wait()
+        found: list = []
+        worker = threading.Thread(target=lambda: found.append(server.run_job(job("a = 1\n", ["a"]), FAST)))
+        worker.start()
+        worker.join()
+        assert build_snapshot(found[0], "baseline", 18).values == {"a": 1}
+        time.sleep(1.0)   # long enough for a parent-death signal to land
+        assert server._current.process.poll() is None, "the new server died with the worker thread that started it"
+        later = build_snapshot(server.run_job(job("b = 2\n", ["b"]), FAST), "baseline", 18)
+        assert later.values == {"b": 2} and server.launches == 2
+
+
+def test_a_run_that_closes_its_pipes_and_dies_slowly_costs_no_restart(runner):
+    """Closing stdout, stderr and the data channel and then lingering past the wall limit is a run that ended,
+    not a server that failed: no restart, no second try, no fresh interpreter; it is graded as it ended."""
+    if runner != "fork server":
+        pytest.skip("about the fork server alone")
+    limits = replace(EXACT, wall_seconds=3, soft_seconds=1)
+    with ForkServer() as server:
+        raw = server.run_job(job("""
+            import os, signal, time
+            kept = 1
+            for fd in (1, 2, 3):
+                os.close(fd)
+            signal.signal(signal.SIGALRM, signal.SIG_IGN)
+            time.sleep(60)
+        """, ["kept"]), limits)
+        assert server.launches == 1, "the run caused a restart"
+    snap = build_snapshot(raw, "baseline", 18)
+    assert raw.setup_ok and snap.values == {"kept": 1}
+    assert snap.ending == "killed_wall" and raw.seconds >= limits.wall_seconds
+    assert "fork server" in raw.isolation, "the run was tried again in a fresh interpreter"
 
 
 def test_the_syscall_filter_refuses_namespaces_mounts_the_keyring_and_host_pools():
