@@ -235,6 +235,32 @@ def test_infinite_loop_is_interrupted_at_the_soft_limit_and_the_file_goes_on():
     assert elapsed < FAST.soft_seconds + 3 * FAST.statement_grace_seconds + 2
 
 
+def test_a_caught_soft_limit_is_raised_again_until_the_statement_is_left():
+    """`except BaseException` around a runaway loop, then more looping in the handler (or in a `finally`): the
+    interrupt comes back, so the statement ends at the soft limit plus a moment, and the file goes on."""
+    started = time.monotonic()
+    snap, _ = run("""
+        try:
+            while True:
+                pass
+        except BaseException:
+            caught = 'once'
+            while True:
+                pass
+        try:
+            while True:
+                pass
+        finally:
+            while True:
+                pass
+        after = 2
+    """, ["caught", "after"], limits=EXACT)
+    elapsed = time.monotonic() - started
+    assert snap.values == {"caught": "once", "after": 2}
+    assert statement_at(snap, 1).status == "timeout" and statement_at(snap, 8).status == "timeout"
+    assert snap.ending == "completed" and elapsed < FAST.soft_seconds + 2 * FAST.statement_grace_seconds + 3
+
+
 def test_loop_that_ignores_sigalrm_is_killed_at_the_wall_limit():
     limits = replace(EXACT, wall_seconds=3, soft_seconds=1, output_keep_bytes=4096)
     started = time.monotonic()

@@ -60,6 +60,7 @@ from grader.sandbox.process import (
     run_job,
     shared_tree,
 )
+from grader.sandbox.scratch import make_temp_dir
 from grader.sandbox.seccomp import filter_program
 
 RUNTIME = "/grader-runtime"          # grader/child/ (harness, zygote_server, ...), read-only, inside the sandbox
@@ -134,8 +135,8 @@ class ForkServer:
         return self
 
     def _launch(self) -> _Server:
-        runtime = Path(tempfile.mkdtemp(prefix="grader-zygote-"))
-        shutil.rmtree(runtime)
+        runtime = make_temp_dir("zygote")
+        runtime.rmdir()
         copy_child_runtime(runtime)
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         log = tempfile.TemporaryFile()
@@ -277,6 +278,8 @@ class ForkServer:
             request["cgroup_procs"] = [f"{CGROUPS}/{controller}/{path.name}/cgroup.procs"
                                        for controller, path in sorted(group.paths.items())]
             request["cgroup_root"] = CGROUPS
+            if group.measured_by is not None:   # where the supervisor measures the run's CPU time and waits
+                request["cgroup_stats"] = f"{CGROUPS}/{group.measured_by}/{group.paths[group.measured_by].name}"
         program = filter_program()
         job = {**job, "seccomp": base64.b64encode(program).decode("ascii") if program else None}
         if self.compile_cache:

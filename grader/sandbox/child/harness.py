@@ -90,7 +90,8 @@ class Harness:
         self.probes = {}
         self.failed_probes = set()
         self.future_flags = 0
-        self.timer = Timer(job["soft_seconds"], job["statement_grace_seconds"], job.get("cpu_wait_allowance_seconds", 0))
+        self.timer = Timer(job["soft_seconds"], job["statement_grace_seconds"], job.get("cpu_wait_allowance_seconds", 0),
+                           lambda code: code.co_filename in self.student_files)
         self.notebook = bool(job.get("notebook"))
         self.units = job.get("cells") or [{"number": None, "source": job["source"]}]
         self.student_files = {self.unit_filename(unit) for unit in self.units}
