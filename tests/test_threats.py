@@ -7,8 +7,9 @@ the reference solution followed by its own lines (a correct file that turns host
 `__LISTENER_PORT__` is replaced by the port of a TCP listener this test opens on the host's loopback.
 
 Beyond per-case scores, the batch as a whole must leave no trace: no file outside the sandbox created or changed
-(the threats name everything they write `pwned*` or append `pwned`), no process left behind, no connection
-received, and every result written by the grader, never by a student.
+(the threats name everything they write `pwned*` or append `pwned`), no process, cgroup, mount or temporary folder
+left behind, no connection received, and every result written by the grader, never by a student. No run may cost
+a fork server restart or a second try in a fresh interpreter: the server is started once per batch.
 """
 
 from __future__ import annotations
@@ -38,11 +39,13 @@ from case_expectations import (
     shape_problems,
     summary,
 )
+from leftovers import mounts, run_groups, temp_dirs_of
 from live_processes import processes_with
 
 import grader.cli.batch
 import grader.config.assignment
 from grader.intake.discovery import entry_id
+from grader.sandbox.fork_server import ForkServer
 from grader.sandbox.isolation import Bubblewrap, strongest_available
 from grader.sandbox.process import shared_tree
 from grader.sandbox.seccomp import filter_program
@@ -101,6 +104,10 @@ class Batch:
     grader_peak_bytes: int
     variant_seed: int
     entries: int
+    launches: int                 # fork server generations started during the batch (1: no restart)
+    run_groups_left: list[Path]   # run cgroups still there after the batch
+    temp_dirs_left: list[Path]    # this grader's temporary folders still there after the batch
+    mounts_added: set[str]        # mounts on the host that were not there before the batch
 
 
 def file_name(text: str) -> bytes | None:
@@ -142,8 +149,20 @@ def grade_threats(assignment_id: str, tmp_path_factory: pytest.TempPathFactory, 
     before = _tree_digest(submissions)
     reference_cache.seed(out, assignment.id, root=project_root(assignment_id))
     started = time.time()
-    result = grader.cli.batch.grade_folder(assignment, submissions, out, workers=2, regrade=True)
+    mounted = mounts()
+    launches: list[int] = []
+    launch = ForkServer._launch
+
+    def counted(server: ForkServer):
+        launches.append(1)
+        return launch(server)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(ForkServer, "_launch", counted)
+        result = grader.cli.batch.grade_folder(assignment, submissions, out, workers=2, regrade=True)
     seconds = time.time() - started
+    tree = shared_tree()
+    groups_left = run_groups(sorted(set(tree.batch.values()))) if tree is not None else []
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
     time.sleep(4)  # the daemon threat wakes after 3 s: give it the chance to act if it survived
     readable, _, _ = select.select([listener], [], [], 0)
@@ -165,7 +184,9 @@ def grade_threats(assignment_id: str, tmp_path_factory: pytest.TempPathFactory, 
     return Batch(folder=threats, records=records, out=out, groups=list(assignment.groups), check_ids={c.id for c in assignment.checks},
                  marked=_marked_files(roots, started - 1), leftovers=leftovers, connections=connections,
                  submissions_unchanged=_tree_digest(submissions) == before, seconds=seconds,
-                 grader_peak_bytes=peak, variant_seed=result.variant_seed, entries=len(ids))
+                 grader_peak_bytes=peak, variant_seed=result.variant_seed, entries=len(ids), launches=len(launches),
+                 run_groups_left=groups_left, temp_dirs_left=temp_dirs_of(os.getpid()),
+                 mounts_added=mounts() - mounted)
 
 
 CASES = [pytest.param(assignment_id, case, id=f"{assignment_id}/{case}")
@@ -219,6 +240,24 @@ def test_only_the_grader_writes_results(batch: Batch) -> None:
 @pytest.mark.slow
 def test_no_process_outlives_grading(batch: Batch) -> None:
     assert batch.leftovers == []
+
+
+@pytest.mark.slow
+def test_no_cgroup_mount_or_temporary_folder_outlives_its_run(batch: Batch) -> None:
+    assert batch.run_groups_left == []
+    assert batch.temp_dirs_left == []
+    assert batch.mounts_added == set()
+
+
+@pytest.mark.slow
+def test_no_run_caused_a_restart_or_a_second_try(batch: Batch) -> None:
+    """One fork server for the whole batch, and every graded run was its run (a retry in a fresh interpreter would
+    name another isolation)."""
+    assert batch.launches == 1, f"the fork server was started {batch.launches} times"
+    for case, record in batch.records.items():
+        if record["status"] == "graded":
+            used = next(m for m in record["messages"] if m.startswith("Isolation used:"))
+            assert "fork server" in used and used.count("bubblewrap") == 1, (case, used)
 
 
 @pytest.mark.slow
@@ -277,6 +316,27 @@ def test_a_printed_fence_stays_inside_the_feedback_files_fence(assignment_id: st
     fence = opener[: len(opener) - len(opener.lstrip("`"))]
     assert len(fence) > 5 and output.rstrip().endswith(fence)
     assert output.count(fence) == 2, "the output fence was closed early"
+
+
+def allowance_problems(attack: dict, control: dict, margin: float = 10.0) -> list[str]:
+    """Where a run that queues behind its own processes was allowed more time for waiting than an honest runaway
+    loop graded beside it (one process that wants a CPU all the time). Both wait alike for the machine's other work,
+    and the loop wants more CPU than the attack: if the attack is allowed more, waiting it caused itself was counted
+    (the old measure, its processes' waits added up, gave it the whole cap while the loop beside it got little)."""
+    problems = []
+    for scenario, run in attack["runs"].items():
+        mine, theirs = run["cpu_wait_allowance_seconds"], control["runs"][scenario]["cpu_wait_allowance_seconds"]
+        if mine > theirs + margin:
+            problems.append(f"{scenario}: allowed {mine:g} s for waiting, the runaway loop beside it {theirs:g} s")
+    return problems
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("assignment_id", having("self_queueing"))
+def test_a_run_queueing_behind_its_own_processes_earns_no_extra_time(assignment_id: str, batches) -> None:
+    batch = batches(assignment_id)
+    problems = allowance_problems(batch.records["self_queueing"], batch.records["self_queueing_control"])
+    assert not problems, problems
 
 
 @pytest.mark.slow

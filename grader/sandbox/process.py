@@ -312,8 +312,16 @@ def _pump(process: subprocess.Popen, channel_fd: int, control_fd: int, limits: L
         try:
             pump(process.stdout.fileno(), channel_fd, limits, raw, wall.remaining,
                  has_exited=lambda: process.poll() is not None, at_deadline=wall_limit, control_fd=control_fd)
+            # A run that closed its pipes may still be running: it ends when it ends, or at its limit (as under the
+            # fork server's supervisor), not when its pipes closed.
+            while not raw.killed_at_wall_limit and process.poll() is None:
+                if wall.remaining() <= 0:
+                    wall_limit()
+                    break
+                time.sleep(0.02)
         finally:
             raw.cpu_wait_allowance_seconds = round(wall.allowance, 3)
+            raw.cpu_seconds = usage.cpu_seconds()
 
 
 class RunUsage:
@@ -341,6 +349,11 @@ class RunUsage:
     def measure(self) -> Usage:
         measured = group_usage(self.group, self.proc) if self.group is not None else None
         return measured or tree_usage(self.root, self.proc)
+
+    def cpu_seconds(self) -> float | None:
+        """The run's CPU time so far, where its cgroup counts it (every process, reaped or not); else None."""
+        measured = group_usage(self.group, self.proc) if self.group is not None else None
+        return round(measured.cpu_seconds, 3) if measured else None
 
     def __enter__(self) -> RunUsage:
         return self

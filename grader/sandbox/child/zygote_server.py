@@ -228,7 +228,8 @@ def supervise(request, fds):
             time.sleep(0.01)
         report["returncode"] = -os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status)
         usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-        report["cpu_seconds"] = round(usage.ru_utime + usage.ru_stime, 3)
+        measured = group_usage(stats, proc) if stats is not None else None   # counts processes nobody reaped too
+        report["cpu_seconds"] = round(measured.cpu_seconds if measured else usage.ru_utime + usage.ru_stime, 3)
         report["cpu_wait_allowance_seconds"] = round(wall.allowance, 3)
         report["max_rss_bytes"] = usage.ru_maxrss * 1024
     except BaseException as error:
