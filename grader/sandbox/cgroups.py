@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from grader.model.limits import Limits
+from grader.sandbox.scratch import grader_alive
 
 ROOT = Path("/sys/fs/cgroup")
 V1_CONTROLLERS = ("memory", "pids", "cpu")
@@ -197,18 +198,8 @@ def remove_stale(parent: Path) -> None:
         return
     for entry in entries:
         match = BATCH_NAME.fullmatch(entry.name)
-        if match and entry.is_dir() and not _alive(int(match.group(1))):
+        if match and entry.is_dir() and not grader_alive(int(match.group(1))):
             _remove_tree(entry)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except OSError:
-        return True
-    return True
 
 
 def _unified_batch(name: str, own: str | None) -> Path | None:

@@ -41,7 +41,7 @@ def remove_stale(folder: Path | None = None) -> list[Path]:
         return removed
     for entry in entries:
         match = NAME.fullmatch(entry.name)
-        if match and not entry.is_symlink() and entry.is_dir() and not _alive(int(match.group(1))):
+        if match and not entry.is_symlink() and entry.is_dir() and not grader_alive(int(match.group(1))):
             shutil.rmtree(entry, ignore_errors=True)
             removed.append(entry)
     return removed
@@ -55,7 +55,8 @@ def ours(folder: Path | None = None, pid: int | None = None) -> list[Path]:
                   if (match := NAME.fullmatch(entry.name)) and int(match.group(1)) == pid)
 
 
-def _alive(pid: int) -> bool:
+def grader_alive(pid: int) -> bool:
+    """Whether the grader whose pid a leftover carries may still be running (a reused pid errs on the safe side)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:

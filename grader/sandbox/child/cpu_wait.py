@@ -142,24 +142,30 @@ def open_proc():
     return os.open("/proc", os.O_RDONLY | os.O_DIRECTORY)
 
 
+def _with_proc(proc, read):
+    """`read(proc)` with `proc`, or with a /proc opened for the call when none is given (NOTHING without one)."""
+    if proc is not None:
+        return read(proc)
+    try:
+        proc = open_proc()
+    except OSError:
+        return NOTHING
+    try:
+        return read(proc)
+    finally:
+        os.close(proc)
+
+
 def tree_usage(root, proc=None):
     """The usage of the run whose first process is `root`, where it has no cgroup to measure it by: its threads'
     run-queue waits added up (an over-count of a burst, bounded by the other two measures)."""
-    own = proc is None
-    if own:
-        try:
-            proc = open_proc()
-        except OSError:
-            return NOTHING
-    try:
+    def read(proc):
         cpu, waited = 0.0, 0.0
         for pid in process_tree(root, proc):
             cpu += _cpu_seconds(_stat_fields(pid, proc))
             waited += _waited(pid, proc)
         return Usage(cpu, waited, machine_busy(proc))
-    finally:
-        if own:
-            os.close(proc)
+    return _with_proc(proc, read)
 
 
 def own_usage():
@@ -169,17 +175,7 @@ def own_usage():
 
 def starting_usage(proc=None):
     """The usage of a run that starts now, with nothing of its own yet: the machine's busy time, in one read."""
-    own = proc is None
-    if own:
-        try:
-            proc = open_proc()
-        except OSError:
-            return NOTHING
-    try:
-        return NOTHING._replace(machine_busy_seconds=machine_busy(proc))
-    finally:
-        if own:
-            os.close(proc)
+    return _with_proc(proc, lambda proc: NOTHING._replace(machine_busy_seconds=machine_busy(proc)))
 
 
 def allowance(elapsed, usage, cap):
