@@ -70,14 +70,16 @@ def lms(tmp_path_factory, reference_cache):
 
     with ThreadPoolExecutor(max_workers=2) as pool:
         runs = {case: (gradescope, otter) for case, gradescope, otter in pool.map(both, CASES)}
-    return {"runs": runs, "files": files, "cache_home": cache_home, "groups": {c.id: c.group for c in assignment.checks}}
+    return {"runs": runs, "files": files, "cache_home": cache_home, "groups": [c.group for c in assignment.checks]}
 
 
-def group_scores(results: dict, groups: dict[str, str]) -> dict[str, float]:
+def group_scores(results: dict, groups: list[str]) -> dict[str, float]:
+    """Group -> score from results.json, whose tests follow the assignment's checks in order (after the summary)."""
+    tests = [test for test in results["tests"] if test["name"] != "Public Tests"]
+    assert len(tests) == len(groups), [test["name"] for test in tests]
     scores: dict[str, float] = {}
-    for test in results["tests"]:
-        if test["name"] in groups:
-            scores[groups[test["name"]]] = scores.get(groups[test["name"]], 0.0) + test["score"]
+    for group, test in zip(groups, tests):
+        scores[group] = scores.get(group, 0.0) + test["score"]
     return scores
 
 
@@ -128,7 +130,8 @@ def test_grader_check_gives_the_same_verdict(lms, case):
     """`grader check` (visible checks only) on the files named after modules: an attacker earns nothing, a victim
     full marks. (Its runs are the fork server's, as in the batch, where the other threats are graded.)"""
     path = lms["files"][case]
-    done = subprocess.run([sys.executable, "-m", "grader.cli.main", "check", str(path), "--json"], cwd=path.parent,
+    # Not from the file's own folder: `python -m` puts the working directory on the grader's own sys.path.
+    done = subprocess.run([sys.executable, "-m", "grader.cli.main", "check", str(path), "--json"], cwd=path.parent.parent,
                           env={**os.environ, "XDG_CACHE_HOME": str(lms["cache_home"])}, capture_output=True, text=True,
                           timeout=900, check=False)
     assert done.returncode in (0, 1), done.stderr
