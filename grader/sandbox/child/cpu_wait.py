@@ -6,16 +6,21 @@ by others, up to a cap, so that load which is not the run's own does not time ou
 to itself must earn nothing: a run that wakes a hundred processes at once queues behind its own processes, and a
 run with more busy threads than CPUs waits behind itself.
 
-Three numbers bound the allowance, each measured by the kernel, none writable by the run:
-- waited: the wall time during which some thread of the run was runnable but not running. Measured, where the run
-  has a cgroup of its own on the unified (v2) hierarchy, by that group's CPU pressure (`cpu.pressure`, "some"):
-  a hundred processes that wake together and queue for 15 ms count 15 ms, not a hundred times that. Elsewhere it
-  is the run-queue waits of all its threads added up (/proc/.../schedstat), which over-counts such a burst;
+The allowance is the smallest of these, each measured by the kernel, none writable by the run:
+- waited: the wall time during which the run was kept from every CPU. Where the run has a cgroup of its own on the
+  unified (v2) hierarchy, that group's CPU pressure, "full" line: time during which some of its threads were
+  runnable and none of them was running. Time its processes spend queueing behind each other (one of them has a
+  CPU) is not counted, however many queue. Elsewhere it is the run-queue waits of all its threads added up
+  (/proc/.../schedstat), which over-counts such a queue and is bounded by the others below;
 - the time the run spent off the CPU altogether (elapsed - its CPU time): while its own processes had the CPUs,
   its queueing behind them is its own doing;
 - the CPU time everything else on the machine used meanwhile (the machine's busy time from /proc/stat minus the
   run's own): a run cannot have been kept waiting by others for longer than others ran. Alone on a machine, a run
-  earns nothing however it queues behind itself.
+  earns nothing however it queues behind itself;
+- WAIT_PER_CPU_SECOND seconds for each CPU-second the run used: waiting delays a run's work, and a run that does
+  little work (wakes a hundred processes for a moment each second and sleeps) has little to be delayed. An honest
+  run slowed down up to elevenfold is still given all the time it lost;
+- the cap (`cpu_wait_allowance_seconds`).
 Where the statistics cannot be read, nothing is added and the limits are the configured ones.
 
 Plain standard library: the harness (the soft limit), the fork server's supervisor and the parent (the hard wall
@@ -30,13 +35,14 @@ from typing import NamedTuple
 
 TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 MEASURE_EVERY_SECONDS = 0.25   # how often an expired deadline is re-measured while it keeps being stretched
+WAIT_PER_CPU_SECOND = 10       # the most waiting credited per CPU-second a run used (see above)
 
 
 class Usage(NamedTuple):
     """What a run (its cgroup, or a process tree) and the machine have had so far, in seconds."""
 
     cpu_seconds: float            # the run's time on a CPU, all its threads together
-    waited_seconds: float         # wall time some thread of the run waited, runnable, for a CPU (see above)
+    waited_seconds: float         # wall time the run was kept from every CPU while it had work (see above)
     machine_busy_seconds: float   # CPU time of everything on the machine, the run included (/proc/stat)
 
 
@@ -85,9 +91,10 @@ def machine_busy(proc):
 def group_usage(group, proc):
     """The usage of a run measured by its cgroup on the unified hierarchy: `group` is a directory fd of it, opened
     before the run starts (the fork server's run unmounts the cgroup file system from its view)."""
-    some = _read("cpu.pressure", group).split("\n", 1)[0].split()   # some avg10=.. avg60=.. avg300=.. total=US
+    lines = [line.split() for line in _read("cpu.pressure", group).splitlines()]   # full avg10=.. .. total=US
+    full = next((fields for fields in lines if fields[:1] == ["full"]), [])
     stat = dict(line.split(None, 1) for line in _read("cpu.stat", group).splitlines() if " " in line)
-    waited = some[-1][len("total="):] if some[:1] == ["some"] and some[-1].startswith("total=") else ""
+    waited = full[-1][len("total="):] if full and full[-1].startswith("total=") else ""
     cpu = stat.get("usage_usec", "").strip()
     if not (waited.isdigit() and cpu.isdigit()):
         return None
@@ -180,9 +187,10 @@ def starting_usage(proc=None):
 
 def allowance(elapsed, usage, cap):
     """Seconds to add to a limit: the time waited, bounded by the time spent off the CPU, by the CPU time everything
-    else used, and by `cap`."""
+    else used, by WAIT_PER_CPU_SECOND per CPU-second of the run's own, and by `cap`."""
     others = usage.machine_busy_seconds - usage.cpu_seconds
-    return max(0.0, min(usage.waited_seconds, elapsed - usage.cpu_seconds, others, cap))
+    return max(0.0, min(usage.waited_seconds, elapsed - usage.cpu_seconds, others,
+                        WAIT_PER_CPU_SECOND * usage.cpu_seconds, cap))
 
 
 class StretchedDeadline:
