@@ -24,6 +24,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from grader.authoring.starter import public_code  # noqa: E402
 from grader.cli.batch import grade_folder  # noqa: E402
 from grader.config.assignment import load  # noqa: E402
 from grader.grading.reference import reference_facts  # noqa: E402
@@ -77,7 +78,7 @@ def main() -> None:
         started = time.perf_counter()
         reference_facts(assignment, cache)
         seeds = {name: scenario_seed(assignment, s, seed) for name, s in assignment.scenarios.items()}
-        compile_cache.warm(assignment, cache, seeds)
+        compile_cache.warm(assignment, cache, seeds, public_code(assignment))
         print(f"one-off, before grading: reference measurement and cache warming {time.perf_counter() - started:.1f} s")
 
         biggest = max(args.sizes)

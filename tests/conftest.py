@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 import grader.config.assignment
+from grader.authoring.starter import public_code
 from grader.grading.reference import reference_facts, reference_figures
 from grader.runs import compile_cache
 from grader.runs.jobs import scenario_seed
@@ -37,7 +38,7 @@ class ReferenceCache:
             reference_facts(assignment, folder)   # the facts and the unseeded figures
             # Scenarios without a fresh seed run with the lesson's seed in every batch: warm them now.
             lesson = {name: assignment.lesson_seed for name, s in assignment.scenarios.items() if not s.fresh_seed}
-            compile_cache.warm(assignment, folder, lesson)
+            compile_cache.warm(assignment, folder, lesson, public_code(assignment))
             self.folders[(assignment_id, root)] = folder
         return self.folders[(assignment_id, root)]
 
@@ -51,7 +52,7 @@ class ReferenceCache:
         if variant_seed is not None:
             assignment = grader.config.assignment.load(assignment_id, root)
             seeds = {name: scenario_seed(assignment, s, variant_seed) for name, s in assignment.scenarios.items()}
-            compile_cache.warm(assignment, folder, seeds)
+            compile_cache.warm(assignment, folder, seeds, public_code(assignment))
             reference_figures(assignment, folder, seeds, batch_seed=variant_seed)
         target = Path(out) / ".grader-cache"
         shutil.copytree(folder, target, symlinks=True, dirs_exist_ok=True)

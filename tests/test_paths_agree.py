@@ -15,15 +15,14 @@ differently) and with a folder's own name written as <folder> (Gradescope calls 
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
 import sys
-import zipfile
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
+from lms_paths import gradescope_run, otter_run
 from seeded_zip import SEED, with_seed  # noqa: E402
 
 from grader.cli.batch import grade_folder
@@ -33,7 +32,6 @@ from grader.lms.autograder_zip import PLUGIN_NAME, write_autograder_zip
 from grader.model.verdicts import ISOLATION_PREFIX
 
 CORPUS = Path(__file__).parent / "assignments" / "performance-05" / "corpus"
-OTTER = Path(sys.executable).with_name("otter")
 CASES = [
     "reference.py", "restructured.py", "notebook_reference.ipynb", "notebook_helpers_ordereddict.ipynb",
     "gradescope_layout", "gradescope_extra_file", "gradescope_folder_hvp_remat_from_plain", "two_files",
@@ -48,54 +46,6 @@ CASES = [
     "panel_no_compiler_memory_analysis.py", "rebind_x_loop_over_times.py", "rng_generator_pcg64_seed_keyword.py",
     "patched_jax_grad_transposed_remat.py", "notebook_hvp_plain_differentiates_remat.ipynb",
 ]
-
-
-def otter_run(zip_path: Path, entry: Path, work: Path, cache_home: Path) -> dict:
-    """`otter run -a ZIP FILE`; a folder is handed over as a zip of its contents, as otter takes folders."""
-    work.mkdir(parents=True)
-    submission = entry
-    if entry.is_dir():
-        submission = work / f"{entry.name}.zip"
-        with zipfile.ZipFile(submission, "w") as archive:
-            for path in sorted(entry.rglob("*")):
-                if path.is_file():
-                    archive.write(path, path.relative_to(entry).as_posix())
-    env = {**os.environ, "XDG_CACHE_HOME": str(cache_home),
-           "PATH": f"{OTTER.parent}{os.pathsep}{os.environ.get('PATH', '')}"}
-    subprocess.run([str(OTTER), "run", "-a", str(zip_path), str(submission), "--no-logo"], cwd=work, env=env,
-                   capture_output=True, text=True, timeout=900)
-    return json.loads((work / "results.json").read_text())
-
-
-# Gradescope's entry point, writing the process's peak resident size (its VmHWM line) to argv[1] as it exits.
-PEAK_WRAPPER = """import atexit, runpy, sys
-peak, folder = sys.argv[1:3]
-def record():
-    with open('/proc/self/status') as status, open(peak, 'w') as out:
-        out.write(next(line for line in status if line.startswith('VmHWM')))
-atexit.register(record)
-sys.argv = ['otter_runner', 'gradescope', folder]
-runpy.run_module('grader.lms.otter_runner', run_name='__main__', alter_sys=True)
-"""
-
-
-def gradescope_run(zip_path: Path, entry: Path, work: Path, grader_cache: Path, peak: Path | None = None) -> dict:
-    """Gradescope's `/autograder` layout in a folder: source/ (the zip), submission/ (the files), results/. With
-    `peak`, the grading process's peak memory is written there (a VmHWM line)."""
-    for name in ("source", "submission", "results"):
-        (work / name).mkdir(parents=True)
-    with zipfile.ZipFile(zip_path) as archive:
-        archive.extractall(work / "source")
-    shutil.copytree(grader_cache, work / "source" / ".grader-cache")   # what setup.sh measured
-    if entry.is_dir():
-        shutil.copytree(entry, work / "submission", dirs_exist_ok=True)
-    else:
-        shutil.copy(entry, work / "submission" / entry.name)
-    (work / "submission_metadata.json").write_text("{}")
-    command = [sys.executable, "-c", PEAK_WRAPPER, str(peak)] if peak else [sys.executable, "-m", "grader.lms.otter_runner",
-                                                                            "gradescope"]
-    subprocess.run([*command, str(work)], cwd="/", capture_output=True, text=True, timeout=900)
-    return json.loads((work / "results" / "results.json").read_text())
 
 
 @pytest.fixture(scope="module")
@@ -117,8 +67,8 @@ def paths(tmp_path_factory, reference_cache):
 
     def both(case: str) -> tuple[str, dict, dict]:
         entry = submissions / case
-        return (case, otter_run(zip_path, entry, work / "otter" / case, cache_home),
-                gradescope_run(zip_path, entry, work / "gradescope" / case, out / ".grader-cache"))
+        return (case, otter_run(zip_path, entry, work / "otter" / case, cache_home).results,
+                gradescope_run(zip_path, entry, work / "gradescope" / case, out / ".grader-cache").results)
 
     with ThreadPoolExecutor(max_workers=2) as pool:
         runs = {case: (otter, gradescope) for case, otter, gradescope in pool.map(both, CASES)}

@@ -7,11 +7,12 @@ the reference solution followed by its own lines (a correct file that turns host
 `__LISTENER_PORT__` is replaced by the port of a TCP listener this test opens on the host's loopback.
 
 Beyond per-case scores, the batch as a whole must leave no trace: no file outside the sandbox created or changed
-(the threats name everything they write `pwned*` or append `pwned`), no process left behind, no connection
-received, and every result written by the grader, never by a student. No threat earns an excuse or fails its
-record, the grading process stays under 1.5 GiB (its VmHWM over the batch; `# copies: N` grades N copies of a
-case side by side), and run text stays inert in every output. Some threats also go through the LMS path
-(`otter run` and Gradescope's entry point), which must agree with the batch.
+(the threats name everything they write `pwned*` or append `pwned`), no process, cgroup, mount or temporary folder
+left behind, no connection received, and every result written by the grader, never by a student. No run may cost
+a fork server restart or a second try in a fresh interpreter: the server is started once per batch. No threat earns
+an excuse or fails its record, the grading process stays under 1.5 GiB (its VmHWM over the batch; `# copies: N`
+grades N copies of a case side by side), and run text stays inert in every output. Some threats also go through the
+LMS path (`otter run` and Gradescope's entry point), which must agree with the batch.
 """
 
 from __future__ import annotations
@@ -42,16 +43,19 @@ from case_expectations import (
     shape_problems,
     summary,
 )
+from leftovers import mounts, run_groups, temp_dirs_of
 from live_processes import processes_with
+from lms_paths import gradescope_run, otter_run
 from seeded_zip import SEED, with_seed
 from test_markdown_inert import RENDERERS, inert_problems
-from test_paths_agree import gradescope_run, messages, otter_run, output_messages
+from test_paths_agree import messages, output_messages
 
 import grader.cli.batch
 import grader.config.assignment
 from grader.common.user_cache import user_cache_dir
 from grader.intake.discovery import entry_id, safe_filename
 from grader.lms.autograder_zip import write_autograder_zip
+from grader.sandbox.fork_server import ForkServer
 from grader.sandbox.isolation import Bubblewrap, strongest_available
 from grader.sandbox.process import shared_tree
 from grader.sandbox.seccomp import filter_program
@@ -112,6 +116,10 @@ class Batch:
     grader_peak_bytes: int
     variant_seed: int
     entries: int
+    launches: int                 # fork server generations started during the batch (1: no restart)
+    run_groups_left: list[Path]   # run cgroups still there after the batch
+    temp_dirs_left: list[Path]    # this grader's temporary folders still there after the batch
+    mounts_added: set[str]        # mounts on the host that were not there before the batch
 
 
 def file_name(text: str) -> bytes | None:
@@ -180,9 +188,21 @@ def grade_threats(assignment_id: str, tmp_path_factory: pytest.TempPathFactory, 
     before = _tree_digest(submissions)
     reference_cache.seed(out, assignment.id, variant_seed=SEED, root=project_root(assignment_id))
     started = time.time()
+    mounted = mounts()
+    launches: list[int] = []
+    launch = ForkServer._launch
+
+    def counted(server: ForkServer):
+        launches.append(1)
+        return launch(server)
+
     reset = reset_peak_memory()
-    result = grader.cli.batch.grade_folder(assignment, submissions, out, workers=2, regrade=True, variant_seed=SEED)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(ForkServer, "_launch", counted)
+        result = grader.cli.batch.grade_folder(assignment, submissions, out, workers=2, regrade=True, variant_seed=SEED)
     seconds = time.time() - started
+    tree = shared_tree()
+    groups_left = run_groups(sorted(set(tree.batch.values()))) if tree is not None else []
     peak = peak_memory(reset)
     time.sleep(4)  # the daemon threat wakes after 3 s: give it the chance to act if it survived
     readable, _, _ = select.select([listener], [], [], 0)
@@ -204,7 +224,9 @@ def grade_threats(assignment_id: str, tmp_path_factory: pytest.TempPathFactory, 
     return Batch(folder=threats, submissions=submissions, records=records, out=out, groups=list(assignment.groups), check_ids={c.id for c in assignment.checks},
                  marked=_marked_files(roots, started - 1), leftovers=leftovers, connections=connections,
                  submissions_unchanged=_tree_digest(submissions) == before, seconds=seconds,
-                 grader_peak_bytes=peak, variant_seed=result.variant_seed, entries=len(ids))
+                 grader_peak_bytes=peak, variant_seed=result.variant_seed, entries=len(ids), launches=len(launches),
+                 run_groups_left=groups_left, temp_dirs_left=temp_dirs_of(os.getpid()),
+                 mounts_added=mounts() - mounted)
 
 
 CASES = [pytest.param(assignment_id, case, id=f"{assignment_id}/{case}")
@@ -258,6 +280,24 @@ def test_only_the_grader_writes_results(batch: Batch) -> None:
 @pytest.mark.slow
 def test_no_process_outlives_grading(batch: Batch) -> None:
     assert batch.leftovers == []
+
+
+@pytest.mark.slow
+def test_no_cgroup_mount_or_temporary_folder_outlives_its_run(batch: Batch) -> None:
+    assert batch.run_groups_left == []
+    assert batch.temp_dirs_left == []
+    assert batch.mounts_added == set()
+
+
+@pytest.mark.slow
+def test_no_run_caused_a_restart_or_a_second_try(batch: Batch) -> None:
+    """One fork server for the whole batch, and every graded run was its run (a retry in a fresh interpreter would
+    name another isolation)."""
+    assert batch.launches == 1, f"the fork server was started {batch.launches} times"
+    for case, record in batch.records.items():
+        if record["status"] == "graded":
+            used = next(m for m in record["messages"] if m.startswith("Isolation used:"))
+            assert "fork server" in used and used.count("bubblewrap") == 1, (case, used)
 
 
 @pytest.mark.slow
@@ -316,6 +356,27 @@ def test_a_printed_fence_stays_inside_the_feedback_files_fence(assignment_id: st
     fence = opener[: len(opener) - len(opener.lstrip("`"))]
     assert len(fence) > 5 and output.rstrip().endswith(fence)
     assert output.count(fence) == 2, "the output fence was closed early"
+
+
+def allowance_problems(attack: dict, control: dict, margin: float = 10.0) -> list[str]:
+    """Where a run that queues behind its own processes was allowed more time for waiting than an honest runaway
+    loop graded beside it (one process that wants a CPU all the time). Both wait alike for the machine's other work,
+    and the loop wants more CPU than the attack: if the attack is allowed more, waiting it caused itself was counted
+    (the old measure, its processes' waits added up, gave it the whole cap while the loop beside it got little)."""
+    problems = []
+    for scenario, run in attack["runs"].items():
+        mine, theirs = run["cpu_wait_allowance_seconds"], control["runs"][scenario]["cpu_wait_allowance_seconds"]
+        if mine > theirs + margin:
+            problems.append(f"{scenario}: allowed {mine:g} s for waiting, the runaway loop beside it {theirs:g} s")
+    return problems
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("assignment_id", having("self_queueing"))
+def test_a_run_queueing_behind_its_own_processes_earns_no_extra_time(assignment_id: str, batches) -> None:
+    batch = batches(assignment_id)
+    problems = allowance_problems(batch.records["self_queueing"], batch.records["self_queueing_control"])
+    assert not problems, problems
 
 
 @pytest.mark.slow
@@ -399,7 +460,7 @@ def test_a_threat_grades_alike_on_the_lms_paths(case: str, batches, lms_zip: Pat
     gradescope = gradescope_run(lms_zip, entry, tmp_path / "gradescope", batch.out / ".grader-cache", peak=peak)
     otter = otter_run(lms_zip, entry, tmp_path / "otter", cache_home)
     expected = [check["score"] for check in record["checks"]]
-    for results in (gradescope, otter):
+    for results in (gradescope.results, otter.results):
         assert [t["score"] for t in results["tests"] if t["name"] != "Public Tests"] == expected
         assert messages(output_messages(results), case) == messages(record["messages"], case)
         for test in results["tests"]:

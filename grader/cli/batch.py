@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from grader import __version__
+from grader.authoring.starter import public_code
 from grader.common.environment import environment
 from grader.common.files import atomic_write, remove_torn_writes
 from grader.config.assignment import Assignment, ConfigError
@@ -97,7 +98,7 @@ def grade_folder(assignment: Assignment, folder: Path, out: Path, workers: int |
         progress.note(f"Preparing the reference solution's facts and compiled programs in {cache} (measured on the "
                       "first run into a results folder, about a minute on 2 cores; reused after) ...")
         facts = reference_facts(assignment, cache)
-        with fast_runner(assignment, cache, seeds, progress.note) as runner:
+        with fast_runner(assignment, cache, seeds, progress.note, public_code(assignment)) as runner:
             figures = reference_figures(assignment, cache, seeds, runner, batch_seed=seed)
             workers = max(1, workers or os.cpu_count() or 1)
             progress.start(len(pending))

@@ -8,7 +8,7 @@ from __future__ import annotations
 import sys
 import traceback
 
-from grader.authoring.starter import BuildError, render
+from grader.authoring.starter import BuildError, public_code, render
 from grader.authoring.student_wheel import build_wheel_bytes
 from grader.common.user_cache import user_cache_dir
 from grader.config.assignment import Assignment, ConfigError
@@ -36,7 +36,7 @@ def trial_problems(assignment: Assignment) -> tuple[list[str], Record | None]:
     submission = load_single(solution, assignment.submission_filename, assignment.max_submission_bytes)
     seeds = {"baseline": assignment.lesson_seed}
     try:
-        with fast_runner(assignment, user_cache_dir(), seeds, lambda note: None) as runner:
+        with fast_runner(assignment, user_cache_dir(), seeds, lambda note: None, public_code(assignment)) as runner:
             record = grade(assignment, submission, facts, fresh_variant_seed(assignment), runner)
     except ConfigError as error:
         return [f"running the reference solution failed: {error}"], None

@@ -1,8 +1,8 @@
 """How a student check starts its runs: the fork server with a warmed compilation cache where it can work.
 
-In the instructor's checkout the cache is warmed by the reference solution (runs/runners.py). A student
-bundle has no solution: its cache is warmed once by the public starter it ships, trusted code that compiles
-the lesson's given programs (most of a run's compile time), in a sandbox that may write to that folder alone.
+The cache is warmed by the public starter, trusted code that compiles the lesson's given programs (most of a
+run's compile time), in a sandbox that may write to that folder alone: in the instructor's checkout rendered from
+the solution (runs/runners.py), in a student bundle the copy it ships.
 Student runs only ever read a copy of it, as in `grader grade`. The warm-up runs beside the fork server's
 start, and only the first check on a machine (and JAX version) pays for it.
 """
@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from grader.authoring.starter import public_code
 from grader.common.user_cache import user_cache_dir
 from grader.config.assignment import Assignment
 from grader.config.bundle import Bundle
@@ -30,7 +31,7 @@ from grader.sandbox.process import run_job
 def check_runner(assignment: Assignment, bundle: Bundle | None, note: Callable[[str], None]) -> Iterator[Runner | None]:
     if bundle is None:
         baseline = {"baseline": assignment.lesson_seed}   # the variant's seed is fresh each time: not worth warming
-        with fast_runner(assignment, user_cache_dir(), baseline, note) as runner:
+        with fast_runner(assignment, user_cache_dir(), baseline, note, public_code(assignment)) as runner:
             yield runner
         return
     folder = compile_cache.cache_folder(user_cache_dir().absolute())

@@ -91,7 +91,8 @@ class Harness:
         self.probes = {}
         self.failed_probes = set()
         self.future_flags = 0
-        self.timer = Timer(job["soft_seconds"], job["statement_grace_seconds"], job.get("cpu_wait_allowance_seconds", 0))
+        self.timer = Timer(job["soft_seconds"], job["statement_grace_seconds"], job.get("cpu_wait_allowance_seconds", 0),
+                           lambda code: code.co_filename in self.student_files)
         self.notebook = bool(job.get("notebook"))
         self.units = job.get("cells") or [{"number": None, "source": job["source"]}]
         self.student_files = {self.unit_filename(unit) for unit in self.units}
@@ -99,7 +100,7 @@ class Harness:
         if self.notebook:
             self.namespace["display"] = notebook_display  # IPython's builtin, used freely in notebooks
         else:
-            self.namespace["__file__"] = self.write_submission_copy()
+            self.namespace["__file__"] = os.path.abspath(self.filename)   # written once set-up is over
         evidence = job.get("evidence") or {}
         self.recorder = Recorder(channel.send, **{k: v for k, v in evidence.items() if k.startswith("max_")})
         self.evidence = bool(evidence)
@@ -126,8 +127,15 @@ class Harness:
         return self.filename if unit["number"] is None else "<cell %d>" % unit["number"]
 
     def write_submission_copy(self):
-        """`__file__` names a readable copy of the submission (its original bytes), as when Python runs a file."""
-        path = os.path.abspath(self.filename)
+        """`__file__` names a readable copy of the submission (its original bytes), as when Python runs a file.
+
+        Written only once set-up is over and the control pipe closed, into the working directory, which is never on
+        sys.path: nothing imported during set-up (JAX, NumPy and the standard library import modules lazily) can
+        find the student's file, and a file named `copy.py` or `numpy.py` is never imported as that module later
+        either, so it runs exactly as it would under the name the assignment asks for."""
+        if self.notebook:
+            return
+        path = self.namespace["__file__"]
         try:
             data = base64.b64decode(self.job.get("file_b64") or "") or self.job["source"].encode("utf-8")
             if not os.path.exists(path):
@@ -136,7 +144,6 @@ class Harness:
                 os.chmod(path, 0o444)
         except OSError:
             pass
-        return path
 
     def guarded(self, function, *args):
         """Run `function` under the soft timer; return (result, error dict or None, timed out)."""
@@ -275,6 +282,7 @@ class Harness:
         self.report_setup(problem)
         if problem:
             return {"kind": "setup_failed"}
+        self.write_submission_copy()
         index = -1
         for index, (cell, filename, node) in enumerate(self.statements()):
             started = time.monotonic()
@@ -331,7 +339,6 @@ def serve(job):
     quiet_self_check()
     harness = Harness(job, channel)
     sys.argv = [job["filename"]]
-    sys.path.insert(0, os.getcwd())
     outcome = harness.run()
     outcome["soft_limit_hit"] = harness.timer.expired
     outcome["evidence"] = harness.recorder.summary()
