@@ -360,7 +360,7 @@ def test_syntax_error_late_in_the_file_runs_the_prefix():
     assert snap.syntax_error["line"] in (4, 5)
     assert "SyntaxError" in snap.syntax_error["message"]
     assert snap.values == {"a": 1, "b": 2}
-    assert snap.ending == "completed"
+    assert snap.ending == "syntax_error"   # a script stops at its syntax error (the prefix ran)
 
 
 def test_syntax_error_on_the_first_line_runs_nothing():
