@@ -104,7 +104,7 @@ def main() -> None:
         parameters = oracle_module.scenario_parameters("variant", seed, seed, s)
         setup.nudge_derivative_rules(width=s.width, **parameters)
         jax.clear_caches()   # JAX caches traced derivative rules: the new ones must be traced afresh
-        oracle = oracle_module.build(seed, {}, None, parameters)
+        oracle = oracle_module.build(seed, {}, assignment.scenarios["variant"], parameters)
         plain, remat, x = lesson_functions(oracle.w, oracle.x)
         ones = jnp.ones_like(x)
         scale = float(np.sum(np.abs(oracle.autodiff_gradient)))
