@@ -7,8 +7,8 @@ memory entry is built, how `automatic` is computed, the step, the HVP's directio
 file; 672 exist, taken in a fixed shuffled order), so no two share a hash or a way of writing every exercise.
 
 Measured, in this order, in one process:
-1. first use on a machine: the warm state measured from nothing (the reference solution's facts, figures and
-   compiled programs), in a fresh cache folder; every later command reuses it;
+1. first use on a machine: the warm state measured from nothing (the reference solution's facts and the public
+   starter's compiled programs), in a fresh cache folder; every later command reuses it;
 2. the class (`--class-size` files): bare `python file.py` on each of `--bare` of them (all, by default), one after
    another, then `grade_folder` on the whole class with a fresh variant seed (its variant world warmed as any
    batch warms it); the ratio is bare seconds per file over grading seconds per submission;
@@ -17,7 +17,7 @@ Measured, in this order, in one process:
 4. each of `--sizes` as a class of its own (a fresh seed each): seconds per submission, flat when time is linear.
 
 CPU seconds per submission are split into inside the runs (the runs' own, from the records) and outside them
-(the grader process, the fork server and its supervisors, the warm-up's reference runs), with cgroup v1 cpuacct
+(the grader process, the fork server and its supervisors, the warm-up's reference and starter runs), with cgroup v1 cpuacct
 where the host has it (see cpu_meter.py); the grader process's own share is given apart.
 """
 
@@ -39,6 +39,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from cpu_meter import CpuMeter, process_seconds  # noqa: E402
 
+from grader.authoring.starter import public_code  # noqa: E402
 from grader.cli.batch import grade_folder  # noqa: E402
 from grader.common.user_cache import CACHE_DIR_ENV, use_cache_dir  # noqa: E402
 from grader.config.assignment import load  # noqa: E402
@@ -157,7 +158,9 @@ def main() -> None:
             files = sorted(pool.iterdir())
 
             cpu, started = meter.seconds(), time.perf_counter()
-            WarmState(assignment).reference()
+            state = WarmState(assignment, public_source=public_code(assignment))
+            state.reference()
+            state.starter()
             print(f"first use on a machine (warm state from nothing): {time.perf_counter() - started:.1f} s, "
                   f"{meter.seconds() - cpu:.1f} CPU s; reused by every later command")
 

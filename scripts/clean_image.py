@@ -11,8 +11,8 @@
    `results.json` it writes is checked against the corpus' expected scores.
 
 It prints the figures (image build, setup, time per submission) and the isolation each run recorded, and exits
-non-zero when a score differs. Needs root, debootstrap (Debian's package) and network to Debian's archive and
-PyPI. tests/test_clean_image.py runs it.
+non-zero when a score differs. Needs root (as root: `.venv/bin/python scripts/clean_image.py`; otherwise with
+sudo), debootstrap (Debian's package) and network to Debian's archive and PyPI. It is not part of the test suite.
 """
 
 from __future__ import annotations

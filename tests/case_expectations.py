@@ -13,6 +13,8 @@ the folder's name. The assignment itself is the project's `assignments/<id>/`, o
     feedback = [...]             # in the concatenated feedback of all checks
     messages = [...]             # in the concatenated submission-level messages
     output = [...]               # in the kept head and tail of the baseline run's output
+    lms = true                   # optional, top level (threats): also graded through `otter run` and Gradescope's
+                                 # entry point (tests/test_threats_lms.py), where every run is a fresh interpreter
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ TESTS = Path(__file__).resolve().parent
 ROOT = TESTS.parent
 CASES = TESTS / "assignments"
 EXPECTED = ".expected.toml"
+KEYS = {"status", "why", "submission", "groups", "checks", "contains", "lms"}
 
 
 def case_folders(kind: str) -> dict[str, Path]:
@@ -70,6 +73,9 @@ def shape_problems(case: str, expected: dict, groups: list[str], check_ids: set[
     unknown = set(expected.get("contains", {})) - {"feedback", "messages", "output"}
     if unknown:
         problems.append(f"{case}: [contains] knows feedback, messages and output, not {sorted(unknown)}")
+    unknown = set(expected) - KEYS
+    if unknown:
+        problems.append(f"{case}: unknown keys {sorted(unknown)} (known: {sorted(KEYS)})")
     return problems
 
 

@@ -63,7 +63,8 @@ def test_zip_is_named_after_the_assignment_and_has_otters_layout(assignment, bui
         names = archive.namelist()
         modes = {info.filename: info.external_attr >> 16 for info in archive.infolist()}
         for required in ("run_autograder", "setup.sh", "run_otter.py", "otter_config.json", "requirements.txt",
-                         "tests/", "pyproject.toml", "README.md", "grader/__init__.py", "grader/lms/otter_plugin.py",
+                         "tests/", "pyproject.toml", "setup.py", "README.md", "grader/__init__.py",
+                         "grader/lms/otter_plugin.py", "grader/lms/otter_import_hook.py",
                          "grader/sandbox/child/harness.py", f"assignments/{assignment.id}/assignment.toml",
                          assignment.solution_path.relative_to(assignment.root).as_posix()):
             assert required in names, required
@@ -103,7 +104,7 @@ def test_scripts_install_bubblewrap_and_call_otters_entry_point(built):
     assert setup.rstrip().endswith('chmod -R go-rwx "$SOURCE"')  # instructor files: root only
     assert "pip install" not in run                              # grading never installs anything
     assert "run_otter.py" in run and 'run_gradescope("/autograder")' in run_otter
-    assert "grader.lms.otter_runner install-hook" in setup
+    assert "install-hook" not in setup                           # pip installs otter's import hook with the package
     for script in (setup, run):
         assert subprocess.run(["bash", "-n"], input=script, text=True).returncode == 0
 

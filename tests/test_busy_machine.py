@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 from dataclasses import replace
 from pathlib import Path
 
@@ -35,25 +36,36 @@ class FakeClock:
         return self.now
 
 
+BUSY = 1000.0   # the machine's busy CPU-seconds, far above the run's own: others kept it busy
+
+
 def test_the_allowance_is_the_wait_bounded_by_time_off_the_cpu_and_by_the_cap():
-    assert allowance(10.0, Usage(cpu_seconds=2.0, waited_seconds=7.0), cap=60) == 7.0
-    assert allowance(10.0, Usage(cpu_seconds=6.0, waited_seconds=7.0), cap=60) == 4.0   # it ran 6 of the 10 s
-    assert allowance(10.0, Usage(cpu_seconds=19.0, waited_seconds=9.0), cap=60) == 0.0  # its own processes had the CPUs
-    assert allowance(100.0, Usage(cpu_seconds=5.0, waited_seconds=90.0), cap=30) == 30.0
-    assert allowance(10.0, Usage(cpu_seconds=0.0, waited_seconds=0.0), cap=60) == 0.0   # asleep: nothing added
+    assert allowance(10.0, Usage(cpu_seconds=2.0, waited_seconds=7.0, machine_busy_seconds=BUSY), cap=60) == 7.0
+    assert allowance(10.0, Usage(6.0, 7.0, BUSY), cap=60) == 4.0      # it ran 6 of the 10 s
+    assert allowance(10.0, Usage(19.0, 9.0, BUSY), cap=60) == 0.0     # its own processes had the CPUs
+    assert allowance(100.0, Usage(5.0, 90.0, BUSY), cap=30) == 30.0
+    assert allowance(10.0, Usage(0.0, 0.0, BUSY), cap=60) == 0.0      # asleep: nothing added
+    assert allowance(10.0, Usage(0.2, 8.0, BUSY), cap=60) == 2.0      # 0.2 CPU-seconds of work can lose 2 s at most
+
+
+def test_a_run_alone_earns_nothing_however_it_queues_behind_itself():
+    """The machine was busy only with the run: whatever its processes waited, they waited for each other."""
+    assert allowance(10.0, Usage(cpu_seconds=1.0, waited_seconds=8.0, machine_busy_seconds=1.0), cap=60) == 0.0
+    # Others used 2.5 CPU-seconds meanwhile: it cannot have been kept waiting by them for longer than that.
+    assert allowance(10.0, Usage(cpu_seconds=1.0, waited_seconds=8.0, machine_busy_seconds=3.5), cap=60) == 2.5
 
 
 def test_a_deadline_stretches_by_what_the_run_waited_and_no_further_than_the_cap():
     clock = FakeClock()
-    usage = Usage(0.0, 0.0)
+    usage = Usage(0.0, 0.0, 0.0)
     deadline = StretchedDeadline(20, 15, lambda: usage, clock=clock)
     clock.now += 19
     assert deadline.remaining() == pytest.approx(1)
-    usage = Usage(cpu_seconds=8.0, waited_seconds=12.0)        # measured only once the 20 s have passed
+    usage = Usage(cpu_seconds=8.0, waited_seconds=12.0, machine_busy_seconds=BUSY)   # measured only once 20 s passed
     clock.now += 1
     assert deadline.remaining() == pytest.approx(12) and deadline.allowance == pytest.approx(12)
     clock.now += 12
-    usage = Usage(cpu_seconds=9.0, waited_seconds=40.0)
+    usage = Usage(cpu_seconds=9.0, waited_seconds=40.0, machine_busy_seconds=BUSY)
     assert deadline.remaining() == pytest.approx(3)             # 15 s at most, however long it waited
     clock.now += 3
     assert deadline.remaining() <= 0
@@ -72,17 +84,21 @@ def test_a_deadline_without_an_allowance_never_measures():
 
 def test_a_deadline_counts_only_what_happened_after_it_was_set():
     clock = FakeClock()
-    usage = Usage(cpu_seconds=3.0, waited_seconds=50.0)          # an interpreter that waited before the limit began
+    usage = Usage(cpu_seconds=3.0, waited_seconds=50.0, machine_busy_seconds=500.0)   # waited before the limit began
     deadline = StretchedDeadline(10, 60, lambda: usage, clock=clock)
     clock.now += 10
-    usage = Usage(cpu_seconds=5.0, waited_seconds=54.0)
+    usage = Usage(cpu_seconds=5.0, waited_seconds=54.0, machine_busy_seconds=520.0)
     assert deadline.allowance == 0 and deadline.remaining() == pytest.approx(4)
+    # A run that starts now (its counters at 0) is given the machine's busy time at its start instead.
+    fresh = StretchedDeadline(10, 60, lambda: Usage(2.0, 4.0, 510.0), clock=clock, start=Usage(0.0, 0.0, 500.0))
+    clock.now += 10
+    assert fresh.remaining() == pytest.approx(4) and fresh.allowance == pytest.approx(4)
 
 
 def test_the_kernel_numbers_of_a_real_process_tree():
     """A process and its forked child each burn 0.3 CPU-seconds, then sleep: the tree, its CPU time, its waits."""
     script = ("import os, time\npid = os.fork()\nt = time.process_time()\nwhile time.process_time() - t < 0.3: pass\n"
-              "print('burned', flush=True)\ntime.sleep(60)")
+              "os.write(1, b'burned\\n')\ntime.sleep(60)")   # one write each: the two lines never interleave
     with busy_machine(per_cpu=2):
         parent = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
         try:
@@ -98,6 +114,54 @@ def test_the_kernel_numbers_of_a_real_process_tree():
     assert len(tree) == 2 and tree[0] == parent.pid            # the process and its forked child
     assert usage.cpu_seconds >= 0.55                             # both burned 0.3 s (counted in 10 ms ticks)
     assert usage.waited_seconds > 0                              # among 2 busy processes per CPU, it queued
+    assert usage.machine_busy_seconds > usage.cpu_seconds        # the spinners, the machine's other work
+
+
+BURSTS = """
+import os, sys, time
+children = 0
+while children < 39 and os.fork() != 0:
+    children += 1
+if children == 39:
+    print('ready', flush=True)
+while True:   # all wake together every 0.5 s and burn 10 ms each: they queue behind one another
+    time.sleep(0.5 - time.time() % 0.5)
+    t = time.process_time()
+    while time.process_time() - t < 0.01:
+        pass
+"""
+
+
+def test_a_run_that_queues_behind_its_own_processes_is_counted_once_by_its_cgroup():
+    """Forty processes that wake together wait for one another: their run-queue waits, added up, are many times
+    the wall time during which the run had no CPU at all, which is what its cgroup measures (CPU pressure, full)."""
+    from grader.model.limits import Limits
+    from grader.sandbox.process import RunUsage, enter_cgroup, shared_tree
+
+    tree = shared_tree()
+    group = tree.run_group(Limits()) if tree is not None else None
+    if group is None or group.measured_by is None:
+        pytest.skip("no cgroup on a unified hierarchy here: runs are measured per thread (the arithmetic above)")
+    try:
+        process = subprocess.Popen(enter_cgroup(group) + [sys.executable, "-c", BURSTS], stdout=subprocess.PIPE, text=True)
+        try:
+            assert process.stdout is not None and process.stdout.readline() == "ready\n"
+            with RunUsage(process.pid, group) as usage:
+                time.sleep(1.0)
+                group_before, threads_before = usage.measure(), tree_usage(process.pid)
+                time.sleep(3.0)
+                group_after, threads_after = usage.measure(), tree_usage(process.pid)
+        finally:
+            process.kill()
+            process.wait()
+    finally:
+        tree.release(group)
+    by_group = group_after.waited_seconds - group_before.waited_seconds
+    by_threads = threads_after.waited_seconds - threads_before.waited_seconds
+    assert by_threads > 0.5, "the processes did not queue: the test means nothing"
+    print("waited: by the cgroup", round(by_group, 3), "s; by the threads, added up", round(by_threads, 3), "s")
+    assert by_group < 0.25 * by_threads, (by_group, by_threads)
+    assert 0 < group_after.cpu_seconds - group_before.cpu_seconds < 4 * 40 * 0.02 * 2
 
 
 def test_a_stretched_wall_limit_is_said_with_its_number():

@@ -1,8 +1,12 @@
 """performance-05's check functions on hand-made Snapshots (no sandbox, no JAX run).
 
-A "good" snapshot is built from the oracle's own numbers (rounded through float32 where JAX would
-produce float32), following the lesson's statement order, so that `value_when` has a real history.
-Each test changes one thing and asserts the score and the feedback a student would read.
+The oracles are built exactly as grading builds them (grader.grading.grade.build_oracle): the baseline from the
+lesson's seed, the variant from a fresh seed the oracle finds suitable, both with the parameters the scenarios'
+set-up received (the variant's derivative rules nudged, every compiler figure offset). A "good" snapshot holds
+what honest float32 JAX code produces in that world, following the lesson's statement order: values from the
+oracle rounded through float32, and the method evidence the recorder sends (the two evaluations of the objective
+`finite` is computed from, and the small arrays the expressions made). Each test changes one thing and asserts
+the score and the feedback a student would read.
 """
 
 from __future__ import annotations
@@ -12,6 +16,7 @@ import math
 import numpy as np
 import pytest
 
+from grader.api.values import fmt
 from grader.config import assignment as assignment_module
 from grader.grading.engine import (
     CheckBug,
@@ -23,11 +28,15 @@ from grader.grading.engine import (
     reported_faults,
     run_checks,
 )
-from grader.runs.evidence import CallEvent, Evaluation, StudentFunction
+from grader.grading.grade import build_oracle
+from grader.runs.evidence import Evaluation, Sighting
+from grader.runs.jobs import setup_parameters
+from grader.runs.provenance import Provenance
 from grader.runs.snapshot import UNFINISHED, Opaque, Snapshot, Statement
 
 LESSON_SEED = 18
-VARIANT_SEED = 987654321
+FIRST_VARIANT_SEED = 987654321      # the variant seed is the first suitable one from here (see `variant_seed`)
+WIDTH = 16
 
 PLAIN_LINES = ["f32[16,16] from a constant"] + [
     f"f32[16] output of {kind} from <string>:17:20 (layer)" for _ in range(4) for kind in ("tanh", "sub")]
@@ -37,12 +46,29 @@ MEMORY_PLAIN = {"argument_size_in_bytes": 64, "output_size_in_bytes": 64, "temp_
 MEMORY_REMAT = {"argument_size_in_bytes": 64, "output_size_in_bytes": 64, "temp_size_in_bytes": 192, "alias_size_in_bytes": 0}
 FACTS = {"reports": [PLAIN_LINES, REMAT_LINES], "memory": [MEMORY_PLAIN, MEMORY_REMAT]}
 
+# The lesson's top-level statements in order. Each takes an even statement index (odd ones are free for a test to
+# insert a statement between two of the lesson's), and statement i sits on line 10 + 2 i.
 ORDER = ["w", "x", "plain", "remat", "reports", "cotangent", "memory", "times", "panels", "visual_data", "whole",
          "direction", "eps", "finite", "automatic", "direction2", "hvp_plain", "hvp_remat"]
-INDEX = {name: i for i, name in enumerate(ORDER)}
-READS = {"finite": ["plain", "x", "eps", "direction"], "automatic": ["jax", "plain", "x", "direction"],
-         "hvp_plain": ["jax", "plain", "x", "direction"], "hvp_remat": ["jax", "remat", "x", "direction"]}
+INDEX = {name: 2 * i for i, name in enumerate(ORDER)}
+AFTER = 2 * len(ORDER)              # the first statement index after the lesson's own
 PROBE_INPUTS = {"grad_plain": ["plain", "x", "w"], "grad_remat": ["remat", "x", "w"], "grad_whole": ["whole", "x", "w"]}
+EPS = 1e-3                          # the lesson's step
+ONES = np.ones(WIDTH)
+LINE = np.linspace(-1.0, 1.0, WIDTH, dtype=np.float32).astype(np.float64)   # jnp.linspace(-1., 1., len(x))
+
+
+def line_of(index: int) -> int:
+    return 10 + 2 * index
+
+
+def region(first: str, last: str) -> tuple[None, int, int]:
+    """An exercise region whose markers enclose the lesson's statements `first` .. `last` (a .py file)."""
+    return (None, line_of(INDEX[first]) - 1, line_of(INDEX[last]) + 1)
+
+
+# The starter's exercise regions around the lesson's statements (grader.intake.regions.region_lines's shape).
+REGIONS = {"directional": [region("direction", "automatic")], "hvp": [region("direction2", "hvp_remat")]}
 
 
 @pytest.fixture(scope="module")
@@ -56,23 +82,121 @@ def settings(assignment):
 
 
 @pytest.fixture(scope="module")
-def oracles(assignment):
-    return {"baseline": assignment.oracle.build(LESSON_SEED, FACTS, assignment.scenarios["baseline"]),
-            "variant": assignment.oracle.build(VARIANT_SEED, FACTS, assignment.scenarios["variant"])}
+def variant_seed(assignment):
+    """A fresh seed as grading draws one: never the lesson's, and one whose world separates every method."""
+    seed = FIRST_VARIANT_SEED
+    while seed == LESSON_SEED or not assignment.oracle.suitable_seed(seed, assignment.settings):
+        seed += 1
+    return seed
+
+
+@pytest.fixture(scope="module")
+def oracles(assignment, variant_seed):
+    """build(seed, facts, scenario, parameters=setup_parameters(...), batch_seed=...) for each scenario, as
+    grader.grading.grade.build_oracle calls it (the grading run's seed is the batch seed of both)."""
+    built = {}
+    for name, seed in (("baseline", LESSON_SEED), ("variant", variant_seed)):
+        scenario = assignment.scenarios[name]
+        parameters = setup_parameters(assignment, scenario, seed, variant_seed)
+        built[name] = assignment.oracle.build(seed, FACTS, scenario, parameters=parameters, batch_seed=variant_seed)
+    return built
 
 
 def f32(array) -> np.ndarray:
+    """What a float32 computation hands back, widened as the snapshot decodes it."""
     return np.asarray(array, dtype=np.float32).astype(np.float64)
+
+
+def single(value) -> float:
+    return float(np.float32(value))
 
 
 def function(name="function"):
     return Opaque("callable", name, f"<function {name}>")
 
 
+# ---- evaluations of the objective, as the recorder reports them ----------------------------------------------
+
+def point(oracle, step, direction=ONES) -> np.ndarray:
+    """x + step * direction as float32 code computes it."""
+    return f32(np.float32(oracle.x) + np.float32(step) * np.float32(direction))
+
+
+def value_at(oracle, at) -> float:
+    """The objective at a point as float32 code returns it."""
+    return single(oracle.value_at(at))
+
+
+def evaluation(stmt, at, value, name="plain:21", traced=False) -> Evaluation:
+    """One recorded call of the student's objective: its point and the number it returned (0-d, as decoded)."""
+    return Evaluation(stmt, "student", name, (np.asarray(at, dtype=np.float64),), (np.array(float(value)),), traced)
+
+
+def evaluations_at(oracle, stmt, steps, direction=ONES) -> list[Evaluation]:
+    """Honest evaluations of the objective at x + s * direction for each step s."""
+    return [evaluation(stmt, p, value_at(oracle, p)) for p in (point(oracle, s, direction) for s in steps)]
+
+
+def quotient(oracle, step, divide_by=None, direction=ONES) -> float:
+    """(f(x + h v) - f(x - h v)) / (2 divide_by) from the two float32 evaluations, in float64 (the lesson's
+    `float(plain(...))` arithmetic)."""
+    plus, minus = value_at(oracle, point(oracle, step, direction)), value_at(oracle, point(oracle, -step, direction))
+    return (plus - minus) / (2.0 * (step if divide_by is None else divide_by))
+
+
+def one_sided(oracle, step) -> float:
+    """(f(x + h v) - f(x)) / h from float32 evaluations (h < 0: the backward difference)."""
+    return (value_at(oracle, point(oracle, step)) - value_at(oracle, point(oracle, 0.0))) / step
+
+
+def real_number(value) -> float | None:
+    """A step the lesson's code could evaluate at (a finite real number or one-element array), else None."""
+    if isinstance(value, (bool, str)) or value is None:
+        return None
+    try:
+        number = float(np.asarray(value, dtype=np.float64).reshape(-1)[0])
+    except (TypeError, ValueError, IndexError):
+        return None
+    return number if math.isfinite(number) else None
+
+
+def bound_at(events, name, stmt):
+    """`name` as it was after statement `stmt` (None when unbound then)."""
+    earlier = [v for i, n, v in sorted(events, key=lambda e: e[0]) if n == name and i <= stmt]
+    return earlier[-1] if earlier else None
+
+
+def lesson_evaluations(oracle, events) -> list[Evaluation]:
+    """The lesson's `finite = (float(plain(x+eps*direction)) - float(plain(x-eps*direction))) / (2*eps)`: two
+    evaluations in the statement that first binds `finite`, at the step `eps` held then."""
+    stmt = next((i for i, n, _ in sorted(events, key=lambda e: e[0]) if n == "finite"), None)
+    eps = real_number(bound_at(events, "eps", stmt)) if stmt is not None else None
+    return [] if eps is None else evaluations_at(oracle, stmt, (eps, -eps))
+
+
+def lesson_sightings(oracle, events) -> list[Sighting]:
+    """The small arrays the lesson's expressions make: each direction, the step vector and the two points of the
+    central difference, the gradient `automatic` is dotted from, the HVP outputs."""
+    found = []
+    for index, name, value in sorted(events, key=lambda e: e[0]):
+        if (name in ("direction", "hvp_plain", "hvp_remat") and isinstance(value, np.ndarray) and value.shape == (WIDTH,)
+                and value.dtype.kind in "fiu"):
+            found.append(Sighting(index, f32(value)))
+        if name == "finite":
+            eps = real_number(bound_at(events, "eps", index))
+            if eps is not None:
+                found += [Sighting(index, f32(np.float32(eps) * np.ones(WIDTH, np.float32))),
+                          Sighting(index, point(oracle, eps)), Sighting(index, point(oracle, -eps))]
+        if name == "automatic":
+            found.append(Sighting(index, f32(oracle.autodiff_gradient)))
+    return found
+
+
+# ---- the lesson's run, as statements and bindings ---------------------------------------------------------------
+
 def good_events(oracle) -> list[tuple[int, str, object]]:
-    """(statement index, name, decoded value) in the lesson's order, computed from the oracle."""
-    ones, line = f32(np.ones(16)), f32(np.linspace(-1.0, 1.0, 16))
-    eps = 1e-3
+    """(statement index, name, decoded value) in the lesson's order: what honest float32 JAX code produces in the
+    oracle's world."""
     memory = [None if m is None else dict(m) for m in oracle.memory]
     panels = [{"kind": "bar", "title": "Autodiff residual descriptions", "labels": ["ordinary", "layer remat"],
                "ylabel": "saved entries (not bytes)", "series": [{"label": "residual descriptions", "y": [9, 6]}]}]
@@ -88,85 +212,38 @@ def good_events(oracle) -> list[tuple[int, str, object]]:
         "w": oracle.w.copy(), "x": oracle.x.copy(), "plain": function("function"), "remat": function("function"),
         "reports": [list(PLAIN_LINES), list(REMAT_LINES)], "cotangent": f32(oracle.gradient), "memory": memory,
         "times": [[1e-4] * 5, [1e-4] * 5], "panels": panels, "visual_data": {"kind": "panels", "panels": panels},
-        "whole": function("Checkpointed"), "direction": ones, "eps": eps,
-        "finite": float(np.float32(oracle.differences(ones, eps)["central"])),
-        "automatic": float(np.float32(oracle.directional_derivative(ones))),
-        "direction2": line, "hvp_plain": f32(oracle.hvp(line)), "hvp_remat": f32(oracle.hvp(line)),
+        "whole": function("Checkpointed"), "direction": f32(ONES), "eps": EPS, "finite": quotient(oracle, EPS),
+        "automatic": single(oracle.autodiff_gradient.sum()), "direction2": LINE,
+        "hvp_plain": f32(oracle.hvp(LINE)), "hvp_remat": f32(oracle.hvp(LINE, True)),
     }
     return [(INDEX[key], "direction" if key == "direction2" else key, values[key]) for key in ORDER]
 
 
-# ---- method evidence, as the recorder would send it ----------------------------------------------------
-
-def evaluations_call(stmt, oracle, points, name="<lambda>"):
-    """A root call that evaluated the objective (a student function) at each point."""
-    evaluations = tuple(Evaluation("student", name, (f32(p),), (np.array(oracle_objective(oracle, p)),)) for p in points)
-    return CallEvent(stmt=stmt, kind="student", name=name, concrete=True, ok=True, evaluations=evaluations,
-                     student=(StudentFunction(name, "student.py", 19, 0, False),))
-
-
-def oracle_objective(oracle, point):
-    from importlib import import_module
-
-    module = import_module(type(oracle).__module__)
-    return module.objective(oracle.w, np.asarray(point, dtype=np.float64))
-
-
-def autodiff_call(stmt, order, rematerialized=False, tangent=None, output=None, point=None, kind="jvp"):
-    """A root call of JAX differentiation that traced student code `order` levels deep."""
-    student = (StudentFunction("<lambda>", "student.py", 19, order, False),)
-    if rematerialized:
-        student += (StudentFunction("layer", "student.py", 17, order, True),)
-    autodiff = tuple((k, d) for k, d in [(kind, 0), ("grad", 1)][:order])
-    return CallEvent(stmt=stmt, kind=kind, name=None, concrete=True, ok=True,
-                     args=() if point is None else (f32(point),), outputs=() if output is None else (f32(output),),
-                     autodiff=autodiff, student=student, checkpoint=(order,) if rematerialized else (),
-                     tangents=() if tangent is None else (f32(tangent),))
-
-
-def good_calls(oracle, events) -> list[CallEvent]:
-    """Evidence of the lesson's methods: a central difference, autodiff for `automatic`, jvp-of-grad HVPs."""
-    at = {name: index for index, name, _ in events}
-    values = {name: value for _, name, value in events}
-    calls = []
-    if "finite" in at and isinstance(values.get("eps"), float):
-        eps = values["eps"]
-        calls.append(evaluations_call(at["finite"], oracle, [oracle.x + eps, oracle.x - eps]))
-    if "automatic" in at:
-        calls.append(autodiff_call(at["automatic"], 1, kind="grad", point=oracle.x, output=oracle.gradient))
-    for name, remat in (("hvp_plain", False), ("hvp_remat", True)):
-        if name in at and isinstance(values.get(name), (np.ndarray, list)):
-            tangent = next((v for i, n, v in reversed(events) if n == "direction" and i <= at[name]), None)
-            tangent = tangent if isinstance(tangent, np.ndarray) else None
-            output = np.asarray(values[name], dtype=np.float64) if np.asarray(values[name]).dtype.kind in "iuf" else None
-            calls.append(autodiff_call(at[name], 2, rematerialized=remat, tangent=tangent, output=output))
-    return calls
-
-
-def make_snapshot(oracle, scenario: str, events, ending="completed", failed=None, calls=None) -> Snapshot:
+def make_snapshot(oracle, scenario: str, events, ending="completed", failed=None, evaluations=None,
+                  sightings=None) -> Snapshot:
     """Snapshot from events; `failed` maps a statement index to (status, error dict[, names it assigns]);
-    `calls` is the method evidence (default: the lesson's methods, see good_calls)."""
+    `evaluations` / `sightings` are the method evidence (default: what the lesson's code records)."""
     snap = Snapshot(scenario=scenario, seed=oracle.seed, ending=ending, seconds=1.5, isolation="test")
     snap.evidence.installed = True
     failed = failed or {}
-    last = max([i for i, _, _ in events] + list(failed) + [len(ORDER) - 1])
+    last = max([i for i, _, _ in events] + list(failed) + [AFTER - 1])
     for index in range(last + 1):
         status, error, *named = failed.get(index, ("ok", None))
-        assigned = {name for i, name, _ in events if i == index}
-        assigns = sorted(assigned | set(*named))
-        reads = sorted({read for name in assigned for read in READS.get(name, [])})
-        snap.statements.append(Statement(index=index, line=10 + index, end_line=10 + index, assigns=assigns,
-                                         status=status, error=error, reads=reads))
+        assigns = sorted({name for i, name, _ in events if i == index} | set(*named))
+        snap.statements.append(Statement(index=index, line=line_of(index), end_line=line_of(index), assigns=assigns,
+                                         status=status, error=error))
     for index, name, value in sorted(events, key=lambda e: e[0]):
         snap.history.setdefault(name, []).append((index, value))
         snap.values[name] = value
-    gradient = f32(oracle.gradient)
+    gradient = f32(oracle.autodiff_gradient)
     snap.probes = {"grad_plain": gradient, "grad_remat": gradient.copy(), "grad_whole": gradient.copy()}
     for probe, inputs in PROBE_INPUTS.items():
         bound = {name: max((i for i, n, _ in events if n == name), default=-1) for name in inputs}
         if all(i >= 0 for i in bound.values()):
             snap.probe_history[probe] = [(max(bound.values()), bound, snap.probes[probe], None)]
-    snap.calls = good_calls(oracle, events) if calls is None else list(calls)
+    snap.evaluations = lesson_evaluations(oracle, events) if evaluations is None else list(evaluations)
+    snap.sightings = lesson_sightings(oracle, events) if sightings is None else list(sightings)
+    snap.evidence.evaluations, snap.evidence.sightings = len(snap.evaluations), len(snap.sightings)
     return snap
 
 
@@ -188,35 +265,75 @@ def variant_events(oracles):
     return good_events(oracles["variant"])
 
 
-def check(assignment, oracles, function_name, events, scenario="baseline", **kwargs):
-    """Evaluate one check function on one scenario: (fraction, feedback)."""
-    spec = next(s for s in assignment.checks if s.function in (function_name, "builtin:" + function_name))
+def spec_of(assignment, function_name):
+    return next(s for s in assignment.checks if s.function in (function_name, "builtin:" + function_name))
+
+
+def view(assignment, snap, regions=None) -> RunView:
+    """The run as grading shows it to checks (grade.py passes the submission's exercise regions)."""
+    return RunView(snap, assignment.bindings, assignment.exercise_bindings, regions)
+
+
+def check_snapshot(assignment, oracles, function_name, snap, regions=None):
+    """Evaluate one check function on one scenario's snapshot: (fraction, feedback)."""
+    spec = spec_of(assignment, function_name)
+    return evaluate(assignment.check_function(spec.function), spec, view(assignment, snap, regions),
+                    oracles[snap.scenario], assignment.settings)
+
+
+def check(assignment, oracles, function_name, events, scenario="baseline", regions=None, **kwargs):
+    """Evaluate one check function on a snapshot made from events (make_snapshot's keyword arguments pass on)."""
     snap = make_snapshot(oracles[scenario], scenario, events, **kwargs)
-    return evaluate(assignment.check_function(spec.function), spec, RunView(snap, assignment.bindings),
-                    oracles[scenario], assignment.settings)
+    return check_snapshot(assignment, oracles, function_name, snap, regions)
 
 
-def results_by_id(assignment, oracles, base, variant, **kwargs):
+def results_by_id(assignment, oracles, base, variant, regions=None, **kwargs):
     snapshots = {"baseline": make_snapshot(oracles["baseline"], "baseline", base, **kwargs),
                  "variant": make_snapshot(oracles["variant"], "variant", variant)}
-    return {r.id: r for r in run_checks(assignment, snapshots, oracles)}
+    return {r.id: r for r in run_checks(assignment, snapshots, oracles, regions)}
 
 
-# ---- the reference-like submission ------------------------------------------------------------------
+# ---- the oracles and the reference-like submission -----------------------------------------------------------
+
+def test_oracles_are_built_as_grading_builds_them(assignment, oracles, variant_seed):
+    baseline, variant = oracles["baseline"], oracles["variant"]
+    assert variant_seed != LESSON_SEED and assignment.oracle.suitable_seed(variant_seed, assignment.settings)
+    assert baseline.seed == LESSON_SEED and variant.seed == variant_seed
+    assert baseline.batch_seed == variant.batch_seed == variant_seed
+    # grade.build_oracle gives the same worlds
+    for name, seed in (("baseline", LESSON_SEED), ("variant", variant_seed)):
+        graded = build_oracle(assignment, name, seed, FACTS, variant_seed)
+        assert np.array_equal(graded.rules.delta, oracles[name].rules.delta)
+        assert graded.rules.curvature == oracles[name].rules.curvature
+        assert graded.rules.checkpoint_curvature == oracles[name].rules.checkpoint_curvature
+        assert graded.memory == oracles[name].memory
+    # derivative rules: JAX's own in the baseline, nudged in the variant (values never)
+    assert not np.any(baseline.rules.delta) and baseline.rules.curvature == baseline.rules.checkpoint_curvature == 0
+    assert np.any(variant.rules.delta) and variant.rules.curvature != 0 and variant.rules.checkpoint_curvature != 0
+    assert np.array_equal(baseline.autodiff_gradient, baseline.gradient)
+    assert not np.array_equal(variant.autodiff_gradient, variant.gradient)
+    assert not np.allclose(variant.hvp(LINE), variant.hvp(LINE, True), rtol=0, atol=0)
+    assert np.array_equal(baseline.hvp(LINE), baseline.hvp(LINE, True))
+    # honest code keeps passing the lesson's own assertions in the nudged world
+    np.testing.assert_allclose(f32(variant.autodiff_gradient), variant.gradient, rtol=3e-5, atol=1e-7)
+    np.testing.assert_allclose(quotient(variant, EPS), single(variant.autodiff_gradient.sum()), rtol=3e-3, atol=1e-6)
+    np.testing.assert_allclose(f32(variant.hvp(LINE)), f32(variant.hvp(LINE, True)), rtol=3e-5, atol=1e-7)
+
 
 def test_reference_like_snapshots_get_full_marks(assignment, oracles, base_events, variant_events):
-    results = results_by_id(assignment, oracles, base_events, variant_events)
-    assert {spec.id for spec in assignment.checks} == set(results)
-    failing = {rid: r.feedback for rid, r in results.items() if not r.passed}
-    assert not failing
-    assert sum(r.score for r in results.values()) == assignment.max_score == 100
-    for r in results.values():
-        assert "[" not in r.feedback.split(" ")[0]  # no scenario label on a pass
+    for regions in (None, REGIONS):     # a file without the starter's markers, and one with them
+        results = results_by_id(assignment, oracles, base_events, variant_events, regions)
+        assert {spec.id for spec in assignment.checks} == set(results)
+        failing = {rid: r.feedback for rid, r in results.items() if not r.passed}
+        assert not failing, regions
+        assert sum(r.score for r in results.values()) == assignment.max_score == 100
+        for r in results.values():
+            assert not r.feedback.startswith("[")   # no scenario label on a pass
 
 
-def test_every_check_fails_on_a_submission_that_defines_nothing(assignment, oracles):
+def test_every_check_fails_on_a_submission_that_defines_nothing(assignment, oracles, variant_seed):
     empty = {"baseline": Snapshot("baseline", LESSON_SEED, ending="completed"),
-             "variant": Snapshot("variant", VARIANT_SEED, ending="completed")}
+             "variant": Snapshot("variant", variant_seed, ending="completed")}
     results = run_checks(assignment, empty, oracles)
     assert [r.id for r in results if r.score > 0] == []
     for r in results:
@@ -229,7 +346,7 @@ def test_failed_statement_is_reported_with_its_line(assignment, oracles, base_ev
     error = {"type": "ZeroDivisionError", "message": "division by zero", "line": 13, "traceback": "..."}
     fraction, feedback = check(assignment, oracles, "no_statement_failed", base_events, failed={3: ("error", error)})
     assert fraction == 0
-    assert "line 13" in feedback and "ZeroDivisionError" in feedback
+    assert f"line {line_of(3)}" in feedback and "ZeroDivisionError" in feedback
     fraction, feedback = check(assignment, oracles, "no_statement_failed", base_events,
                                failed={3: ("timeout", {"type": "SoftTimeLimit", "message": "", "line": 13, "traceback": ""}),
                                        5: ("error", error)})
@@ -237,28 +354,25 @@ def test_failed_statement_is_reported_with_its_line(assignment, oracles, base_ev
 
 
 def test_syntax_error_fails_no_statement_failed(assignment, oracles, base_events):
-    spec = next(s for s in assignment.checks if s.function == "builtin:no_statement_failed")
     snap = make_snapshot(oracles["baseline"], "baseline", base_events)
     snap.syntax_error = {"line": 77, "message": "SyntaxError: invalid syntax"}
-    fraction, feedback = evaluate(assignment.check_function(spec.function), spec, RunView(snap), None, assignment.settings)
+    fraction, feedback = check_snapshot(assignment, oracles, "no_statement_failed", snap)
     assert fraction == 0 and "line 77" in feedback and "syntax" in feedback.lower()
 
 
 @pytest.mark.parametrize("ending, fragment", [("sys_exit", "sys.exit at line 42"), ("exited_early", "os._exit"),
                                               ("killed_wall", "wall-clock limit"), ("lost", "without reporting")])
 def test_ran_to_the_end_explains_how_the_run_ended(assignment, oracles, base_events, ending, fragment):
-    spec = next(s for s in assignment.checks if s.function == "builtin:ran_to_the_end")
     snap = make_snapshot(oracles["baseline"], "baseline", base_events, ending=ending)
     snap.exit_line = 42
-    fraction, feedback = evaluate(assignment.check_function(spec.function), spec, RunView(snap), None, assignment.settings)
+    fraction, feedback = check_snapshot(assignment, oracles, "ran_to_the_end", snap)
     assert fraction == 0 and fragment in feedback
 
 
 def test_ran_to_the_end_fails_when_the_soft_limit_was_hit(assignment, oracles, base_events):
-    spec = next(s for s in assignment.checks if s.function == "builtin:ran_to_the_end")
     snap = make_snapshot(oracles["baseline"], "baseline", base_events)
     snap.soft_limit_hit = True
-    fraction, feedback = evaluate(assignment.check_function(spec.function), spec, RunView(snap), None, assignment.settings)
+    fraction, feedback = check_snapshot(assignment, oracles, "ran_to_the_end", snap)
     assert fraction == 0 and "time limit" in feedback
 
 
@@ -280,7 +394,7 @@ def test_cotangent_checks(assignment, oracles, base_events):
     gradient = oracles["baseline"].gradient
     ok = lambda value: check(assignment, oracles, "cotangent_matches_recurrence", replace(base_events, "cotangent", value))
     assert ok(gradient.tolist())[0] == 1                       # a list of floats is a vector
-    assert ok(gradient.astype(np.float32).astype(np.float64))[0] == 1
+    assert ok(f32(gradient))[0] == 1
     wrong = ok(2 * gradient)
     assert wrong[0] == 0 and "reverse recurrence" in wrong[1]
     nan = gradient.copy()
@@ -292,6 +406,16 @@ def test_cotangent_checks(assignment, oracles, base_events):
     assert scalar[0] == 0 and "real vector" in scalar[1]
 
 
+def test_cotangent_is_the_true_gradient_not_the_nudged_autodiff_one(assignment, oracles, variant_events):
+    """The recurrence is NumPy: in the variant it gives the true gradient, which is what `cotangent` is checked
+    against (the nudge is inside the lesson's own gradient tolerance, so JAX's gradient passes as well)."""
+    oracle = oracles["variant"]
+    run = lambda value: check(assignment, oracles, "cotangent_matches_recurrence",
+                              replace(variant_events, "cotangent", value), "variant")
+    assert run(f32(oracle.gradient))[0] == 1
+    assert run(f32(oracle.autodiff_gradient))[0] == 1
+
+
 def test_cotangent_as_a_list_of_numpy_scalars_is_a_vector(assignment, oracles, base_events):
     """`list(np.asarray(cotangent))` streams as a list of 0-d arrays (numpy scalars): still a list of numbers."""
     gradient = f32(oracles["baseline"].gradient)
@@ -300,11 +424,16 @@ def test_cotangent_as_a_list_of_numpy_scalars_is_a_vector(assignment, oracles, b
     assert fraction == 1, feedback
 
 
+def test_jax_gradients_follow_the_runs_derivative_rules(assignment, oracles, variant_events):
+    """The probes call jax.grad in the run: in the variant they return the nudged gradient, which passes."""
+    snap = make_snapshot(oracles["variant"], "variant", variant_events)
+    assert check_snapshot(assignment, oracles, "jax_gradients_match_recurrence", snap)[0] == 1
+    assert check_snapshot(assignment, oracles, "whole_objective_gradient", snap)[0] == 1
+
+
 def test_probe_error_and_missing_probe(assignment, oracles, base_events):
-    spec = next(s for s in assignment.checks if s.function == "jax_gradients_match_recurrence")
     snap = make_snapshot(oracles["baseline"], "baseline", base_events)
-    run = lambda: evaluate(assignment.check_module.jax_gradients_match_recurrence, spec, RunView(snap, assignment.bindings),
-                           oracles["baseline"], assignment.settings)
+    run = lambda: check_snapshot(assignment, oracles, "jax_gradients_match_recurrence", snap)
     stmt, inputs, _, _ = snap.probe_history["grad_remat"][-1]
     error = {"type": "TypeError", "message": "unsupported operand", "line": 21, "cell": None, "traceback": ""}
     snap.probe_history["grad_remat"] = [(stmt, inputs, None, error)]
@@ -320,18 +449,18 @@ def test_probe_error_and_missing_probe(assignment, oracles, base_events):
 
 def test_probe_is_read_with_the_graded_inputs_not_a_later_rebinding(assignment, oracles, base_events):
     """`for x in times:` at the end rebinds x and the probe then fails; the probe run with the lesson's x counts."""
-    events = base_events + [(30, "x", 4)]
+    events = base_events + [(AFTER, "x", 4)]
     snap = make_snapshot(oracles["baseline"], "baseline", events)
     error = {"type": "TypeError", "message": "bad x", "line": 40, "cell": None, "traceback": ""}
     for entries in snap.probe_history.values():
         stmt, inputs, value, _ = entries[0]
-        entries[:] = [(stmt, {**inputs, "x": INDEX["x"]}, value, None), (30, {**inputs, "x": 30}, None, error)]
-    spec = next(s for s in assignment.checks if s.function == "jax_gradients_match_recurrence")
-    view = RunView(snap, assignment.bindings)
-    fraction, feedback = evaluate(assignment.check_module.jax_gradients_match_recurrence, spec, view,
+        entries[:] = [(stmt, {**inputs, "x": INDEX["x"]}, value, None), (AFTER, {**inputs, "x": AFTER}, None, error)]
+    run_view = view(assignment, snap)
+    fraction, feedback = evaluate(assignment.check_module.jax_gradients_match_recurrence,
+                                  spec_of(assignment, "jax_gradients_match_recurrence"), run_view,
                                   oracles["baseline"], assignment.settings)
     assert fraction == 1, feedback
-    assert view.binding("x").stmt == INDEX["x"] and not view.binding("x").is_last
+    assert run_view.binding("x").stmt == INDEX["x"] and not run_view.binding("x").is_last
 
 
 # ---- residuals --------------------------------------------------------------------------------------
@@ -352,528 +481,71 @@ def test_residual_checks(assignment, oracles, base_events):
     assert fraction == 0 and "two residual lists" in feedback
     # counts come from the facts, not from constants: other facts, other expectation
     other = {"reports": [PLAIN_LINES[:7], REMAT_LINES[:5]], "memory": FACTS["memory"]}
-    spec = next(s for s in assignment.checks if s.function == "report_lengths_match_live_counts")
     snap = make_snapshot(oracles["baseline"], "baseline", base_events)
-    fraction, feedback = evaluate(assignment.check_module.report_lengths_match_live_counts, spec, RunView(snap),
+    fraction, feedback = evaluate(assignment.check_module.report_lengths_match_live_counts,
+                                  spec_of(assignment, "report_lengths_match_live_counts"), view(assignment, snap),
                                   assignment.oracle.build(LESSON_SEED, other), assignment.settings)
     assert fraction == 0 and "7 (plain)" in feedback
 
 
 # ---- memory -----------------------------------------------------------------------------------------
 
+def test_every_scenario_offsets_the_compilers_figures(oracles):
+    """Figures typed in from the lesson's page (or from a local run) are not what the grader's runs report."""
+    baseline, variant = oracles["baseline"].memory, oracles["variant"].memory
+    assert all(m is not None for m in baseline)
+    for real, reported in zip(FACTS["memory"], baseline):
+        assert all(reported[name] != real[name] for name in real)
+        assert len(set(reported.values())) == len(reported), "every field differs from every other"
+    # equal figures stay equal: both policies report the same argument bytes, offset alike
+    assert baseline[0]["argument_size_in_bytes"] == baseline[1]["argument_size_in_bytes"]
+    assert baseline[0]["temp_size_in_bytes"] - baseline[1]["temp_size_in_bytes"] == 256 - 192
+    assert sum(m is None for m in variant) == 1
+    varied = next(m for m in variant if m is not None)
+    real = MEMORY_PLAIN if variant[0] is not None else MEMORY_REMAT
+    assert all(varied[name] != real[name] for name in real)
+
+
 def test_memory_checks_in_baseline(assignment, oracles, base_events):
+    reported = [dict(m) for m in oracles["baseline"].memory]
     run = lambda fn, memory: check(assignment, oracles, fn, replace(base_events, "memory", memory))
+    assert run("memory_figures_match_compiler", [dict(m) for m in reported])[0] == 1
     fraction, feedback = run("memory_is_two_dicts", [None, None])
     assert fraction == 0 and "dict" in feedback
-    fraction, feedback = run("memory_is_two_dicts", [dict(MEMORY_PLAIN, temp_size_in_bytes=256.5), MEMORY_REMAT])
+    fraction, feedback = run("memory_is_two_dicts", [dict(reported[0], temp_size_in_bytes=256.5), reported[1]])
     assert fraction == 0 and "temp_size_in_bytes" in feedback and "whole number" in feedback
-    fraction, feedback = run("memory_is_two_dicts", [dict(MEMORY_PLAIN, temp_size_in_bytes="256"), MEMORY_REMAT])
+    fraction, feedback = run("memory_is_two_dicts", [dict(reported[0], temp_size_in_bytes="256"), reported[1]])
     assert fraction == 0 and "whole number" in feedback
     # np.int64 figures arrive as 0-d float64 arrays: still whole numbers of bytes
-    as_numpy = {k: np.array(float(v)) for k, v in MEMORY_PLAIN.items()}
-    assert run("memory_is_two_dicts", [as_numpy, MEMORY_REMAT])[0] == 1
-    fraction, feedback = run("memory_is_two_dicts", [{k: v for k, v in MEMORY_PLAIN.items() if k != "alias_size_in_bytes"},
-                                                     MEMORY_REMAT])
+    as_numpy = {k: np.array(float(v)) for k, v in reported[0].items()}
+    assert run("memory_is_two_dicts", [as_numpy, reported[1]])[0] == 1
+    assert run("memory_figures_match_compiler", [as_numpy, reported[1]])[0] == 1
+    fraction, feedback = run("memory_is_two_dicts", [{k: v for k, v in reported[0].items() if k != "alias_size_in_bytes"},
+                                                     reported[1]])
     assert fraction == 0 and "lacks alias_size_in_bytes" in feedback
-    fraction, feedback = run("memory_is_two_dicts", [MEMORY_PLAIN])
+    fraction, feedback = run("memory_is_two_dicts", [reported[0]])
     assert fraction == 0 and "one entry per executable" in feedback
-    fraction, feedback = run("memory_figures_match_compiler", [MEMORY_REMAT, MEMORY_PLAIN])
-    assert fraction == 0 and "temp_size_in_bytes" in feedback and "192" in feedback
-    assert run("memory_figures_match_compiler", [MEMORY_PLAIN, dict(MEMORY_REMAT)])[0] == 1
+    # the two executables' dicts swapped: the first differing figure is named with what the compiler reported
+    fraction, feedback = run("memory_figures_match_compiler", [reported[1], reported[0]])
+    assert fraction == 0 and "temp_size_in_bytes for plain" in feedback
+    assert str(reported[0]["temp_size_in_bytes"]) in feedback
+    # the real figures typed in (from the lesson's page or a local run): not what this run's compiler reported
+    fraction, feedback = run("memory_figures_match_compiler", [dict(MEMORY_PLAIN), dict(MEMORY_REMAT)])
+    assert fraction == 0 and "in this run the compiler reported" in feedback
+    assert f"argument_size_in_bytes for plain is the number {MEMORY_PLAIN['argument_size_in_bytes']}" in feedback
 
 
 def test_zeros_for_unavailable_memory_are_named(assignment, oracles, variant_events):
     zeros = {name: 0 for name in MEMORY_PLAIN}
-    fraction, feedback = check(assignment, oracles, "unavailable_memory_is_none",
-                               replace(variant_events, "memory", [zeros, dict(zeros)]), "variant")
+    run = lambda memory: check(assignment, oracles, "unavailable_memory_is_none",
+                               replace(variant_events, "memory", memory), "variant")
+    fraction, feedback = run([zeros, dict(zeros)])
     assert fraction == 0 and "None" in feedback and "0" in feedback and "zero" in feedback.lower()
-    fraction, feedback = check(assignment, oracles, "unavailable_memory_is_none",
-                               replace(variant_events, "memory", [MEMORY_PLAIN, MEMORY_REMAT]), "variant")
+    fraction, feedback = run([dict(MEMORY_PLAIN), dict(MEMORY_REMAT)])
     assert fraction == 0 and "should be None" in feedback
-    fraction, feedback = check(assignment, oracles, "unavailable_memory_is_none",
-                               replace(variant_events, "memory", [None]), "variant")
-    assert fraction == 0
+    assert run([None])[0] == 0
     assert check(assignment, oracles, "unavailable_memory_is_none", variant_events, "variant")[0] == 1
-    assert check(assignment, oracles, "unavailable_memory_is_none",
-                 replace(variant_events, "memory", (None, None)), "variant")[0] == 1
-
-
-def _with_second_panel(events, panel):
-    panels = [dict(events[INDEX["panels"]][2][0]), panel]
-    return replace(replace(events, "panels", panels), "visual_data", {"kind": "panels", "panels": panels})
-
-
-def test_availability_panel(assignment, oracles, variant_events):
-    run = lambda events: check(assignment, oracles, "second_panel_is_availability", events, "variant")
-    bytes_panel = {"kind": "bar", "title": "Compiler memory estimate", "ylabel": "estimated temporary bytes",
-                   "series": [{"label": "compiler temporaries", "y": [256, 192]}]}
-    fraction, feedback = run(_with_second_panel(variant_events, bytes_panel))
-    assert fraction == 0 and "availability" in feedback and "[256, 192]" in feedback
-    zero_bytes = dict(bytes_panel, series=[{"label": "compiler temporaries", "y": [0, 0]}])
-    fraction, feedback = run(_with_second_panel(variant_events, zero_bytes))
-    assert fraction == 0 and "availab" in feedback
-    as_array = dict(variant_events[INDEX["panels"]][2][1], series=[{"label": "a", "y": np.zeros(2)}])
-    assert run(_with_second_panel(variant_events, as_array))[0] == 1
-    # visual_data must be built from the same panels
-    fraction, feedback = run(replace(variant_events, "visual_data", {"kind": "panels", "panels": []}))
-    assert fraction == 0 and "visual_data" in feedback
-    fraction, feedback = run(replace(variant_events, "panels", [variant_events[INDEX["panels"]][2][0]]))
-    assert fraction == 0 and "two panels" in feedback
-
-
-def test_byte_panel_when_available(assignment, oracles, base_events):
-    run = lambda events: check(assignment, oracles, "second_panel_is_bytes", events)
-    assert run(base_events)[0] == 1
-    availability = {"kind": "bar", "title": "Compiler memory analysis unavailable", "ylabel": "analysis available (1=yes)",
-                    "series": [{"label": "availability", "y": [1, 1]}]}
-    fraction, feedback = run(_with_second_panel(base_events, availability))
-    assert fraction == 0 and "[256, 192]" in feedback and "[1, 1]" in feedback
-    swapped = dict(availability, series=[{"label": "t", "y": [192, 256]}])
-    assert run(_with_second_panel(base_events, swapped))[0] == 0
-
-
-# ---- directional derivative ------------------------------------------------------------------------
-
-@pytest.mark.parametrize("eps, fragment", [(1e-6, "outside"), (0.1, "outside"), (-1e-3, "positive"), (0.0, "positive"),
-                                           (math.nan, "positive"), (math.inf, "positive"), ("0.001", "single real number"),
-                                           (True, "single real number"), (None, "single real number")])
-def test_eps_out_of_range(assignment, oracles, base_events, eps, fragment):
-    fraction, feedback = check(assignment, oracles, "eps_is_a_sensible_step", replace(base_events, "eps", eps))
-    assert fraction == 0 and fragment in feedback
-
-
-@pytest.mark.parametrize("eps", [1e-3, np.array(1e-3), np.array([1e-3]), 1e-4, 3e-2, 0.01])
-def test_eps_accepted(assignment, oracles, base_events, eps):
-    fraction, feedback = check(assignment, oracles, "eps_is_a_sensible_step", replace(base_events, "eps", eps))
-    assert fraction == 1, feedback
-
-
-def _finite_events(events, oracle, eps, finite):
-    return replace(replace(events, "eps", eps), "finite", finite)
-
-
-# At eps=1e-3 the variant seed's forward difference lies within the float32 rounding allowance of the central one
-# (the check cannot tell them apart there), so the variant is exercised at the larger steps only.
-@pytest.mark.parametrize("scenario, eps", [("baseline", 1e-3), ("baseline", 1e-2), ("baseline", 3e-2),
-                                           ("variant", 1e-2), ("variant", 3e-2)])
-def test_central_difference_passes_and_others_are_named(assignment, oracles, base_events, variant_events, eps, scenario):
-    events = base_events if scenario == "baseline" else variant_events
-    oracle = oracles[scenario]
-    d = oracle.differences(oracle.ones, eps)
-    run = lambda finite: check(assignment, oracles, "finite_is_central_difference", _finite_events(events, oracle, eps, finite), scenario)
-    # the central difference, with float32-sized noise, and as a 0-d array
-    assert run(d["central"])[0] == 1
-    assert run(float(np.float32(d["central"])) * (1 + 3e-7))[0] == 1
-    assert run(np.array(d["central"]))[0] == 1
-    for kind in ("forward", "backward"):
-        fraction, feedback = run(d[kind])
-        assert fraction == 0 and f"about what a {kind} difference differs by" in feedback, feedback
-    fraction, feedback = run(2 * d["central"])
-    assert fraction == 0 and "divided by ε instead of 2ε" in feedback
-    fraction, feedback = run(0.5 * d["central"])
-    assert fraction == 0 and "divided by 4ε" in feedback
-    fraction, feedback = run(-d["central"])
-    assert fraction == 0 and "central difference of `plain`" in feedback
-
-
-def test_lesson_numbers_hard_coded_fail_in_variant(assignment, oracles, base_events, variant_events):
-    lesson = base_events[INDEX["finite"]][2]
-    fraction, _ = check(assignment, oracles, "finite_is_central_difference", replace(variant_events, "finite", lesson), "variant")
-    assert fraction == 0
-    lesson_auto = base_events[INDEX["automatic"]][2]
-    fraction, feedback = check(assignment, oracles, "automatic_is_gradient_dot_ones",
-                               replace(variant_events, "automatic", lesson_auto), "variant")
-    assert fraction == 0 and "∇f(x)·(1,…,1)" in feedback
-
-
-def test_nan_finite_is_not_called_a_forward_difference(assignment, oracles, base_events):
-    fraction, feedback = check(assignment, oracles, "finite_is_central_difference", replace(base_events, "finite", math.nan))
-    assert fraction == 0
-    assert "forward" not in feedback and "backward" not in feedback, feedback
-
-
-def test_automatic(assignment, oracles, base_events):
-    run = lambda value: check(assignment, oracles, "automatic_is_gradient_dot_ones", replace(base_events, "automatic", value))
-    exact = oracles["baseline"].directional_derivative(np.ones(16))
-    assert run(np.array(np.float32(exact)))[0] == 1            # a float passed as a 0-d array
-    assert run(float(np.float32(exact)))[0] == 1
-    assert run(math.nan)[0] == 0
-    fraction, feedback = run(exact * 1.01)
-    assert fraction == 0 and "`automatic` =" in feedback
-    fraction, feedback = run(list(np.full(16, exact)))
-    assert fraction == 0 and "single real number" in feedback
-    fraction, feedback = run(f32(oracles["baseline"].gradient))  # the gradient itself, not dotted
-    assert fraction == 0 and "single real number" in feedback
-
-
-# ---- Hessian-vector products ---------------------------------------------------------------------------
-
-def _hvp_events(events, oracle, direction_before, direction_after=None, remat_direction=None):
-    """direction = direction_before; hvp_plain; [direction = remat_direction]; hvp_remat; [direction = after]."""
-    events = drop(drop(drop(events, "direction"), "hvp_plain"), "hvp_remat")
-    events += [(11, "direction", f32(np.ones(16))), (15, "direction", direction_before),
-               (16, "hvp_plain", f32(oracle.hvp(direction_before)))]
-    if remat_direction is not None:
-        events += [(17, "direction", remat_direction), (18, "hvp_remat", f32(oracle.hvp(remat_direction)))]
-    else:
-        events += [(17, "hvp_remat", f32(oracle.hvp(direction_before)))]
-    if direction_after is not None:
-        events.append((19, "direction", direction_after))
-    return events
-
-
-def test_uniform_hvp_direction_fails_only_the_nonuniform_check(assignment, oracles, base_events):
-    events = _hvp_events(base_events, oracles["baseline"], f32(np.full(16, 0.5)))
-    fraction, feedback = check(assignment, oracles, "hvp_direction_is_nonuniform", events)
-    assert fraction == 0 and "uniform" in feedback
-    assert check(assignment, oracles, "hvp_plain_matches_oracle", events)[0] == 1
-    assert check(assignment, oracles, "hvp_remat_matches", events)[0] == 1
-
-
-def test_direction_is_read_when_hvp_was_computed_not_at_the_end(assignment, oracles, base_events):
-    line, ones = f32(np.linspace(-1, 1, 16)), f32(np.ones(16))
-    # nonuniform when the HVP was computed, overwritten by ones afterwards: all HVP checks pass
-    events = _hvp_events(base_events, oracles["baseline"], line, direction_after=ones)
-    snap = make_snapshot(oracles["baseline"], "baseline", events)
-    assert np.array_equal(snap.values["direction"], ones)
-    assert np.array_equal(RunView(snap).value_when("direction", "hvp_plain"), line)
-    for name in ("hvp_direction_is_nonuniform", "hvp_plain_matches_oracle", "hvp_remat_matches"):
-        fraction, feedback = check(assignment, oracles, name, events)
-        assert fraction == 1, (name, feedback)
-    # uniform when computed, nonuniform only at the end: the nonuniform check fails
-    events = _hvp_events(base_events, oracles["baseline"], ones, direction_after=line)
-    fraction, feedback = check(assignment, oracles, "hvp_direction_is_nonuniform", events)
-    assert fraction == 0 and "uniform" in feedback
-    assert check(assignment, oracles, "hvp_plain_matches_oracle", events)[0] == 1
-
-
-def test_hvp_against_the_final_direction_fails(assignment, oracles, base_events):
-    """hvp_plain computed along ones (the first direction) while the student later sets linspace: judged along ones."""
-    line = f32(np.linspace(-1, 1, 16))
-    events = replace(base_events, "hvp_plain", f32(oracles["baseline"].hvp(np.ones(16))))
-    fraction, feedback = check(assignment, oracles, "hvp_plain_matches_oracle", events)
-    assert fraction == 0 and "Hessian-vector product" in feedback
-    assert np.array_equal(make_snapshot(oracles["baseline"], "baseline", events).values["direction"], line)
-
-
-def test_hvps_along_different_directions_disagree(assignment, oracles, base_events):
-    line = f32(np.linspace(-1, 1, 16))
-    events = _hvp_events(base_events, oracles["baseline"], line, remat_direction=f32(np.linspace(1, -1, 16)))
-    assert check(assignment, oracles, "hvp_plain_matches_oracle", events)[0] == 1
-    fraction, feedback = check(assignment, oracles, "hvp_remat_matches", events)
-    assert fraction == 0 and "disagree" in feedback
-
-
-def test_direction_set_after_the_hvp_call_is_the_one_used(assignment, oracles, base_events):
-    """The tangent was passed inline and `direction` set one statement later: graded along that direction."""
-    line = f32(np.linspace(-1, 1, 16))
-    events = drop(base_events, "direction") + [(19, "direction", line)]
-    for name in ("hvp_direction_is_nonuniform", "hvp_plain_matches_oracle", "hvp_remat_matches"):
-        fraction, feedback = check(assignment, oracles, name, events)
-        assert fraction == 1, (name, feedback)
-    # no tangent recorded, no direction before and one after that does not explain the HVP: judged along it, and fails
-    events = drop(base_events, "direction") + [(19, "direction", f32(np.ones(16)))]
-    fraction, feedback = check(assignment, oracles, "hvp_plain_matches_oracle", events,
-                               calls=[c for c in good_calls(oracles["baseline"], events) if c.stmt != INDEX["hvp_plain"]])
-    assert fraction == 0 and "exact Hessian-vector product" in feedback
-    # no direction at all anywhere
-    fraction, feedback = check(assignment, oracles, "hvp_plain_matches_oracle", drop(base_events, "direction"),
-                               calls=[])
-    assert fraction == 0 and "`direction` is not defined" in feedback
-
-
-def test_recorded_tangent_wins_over_the_direction_name(assignment, oracles, base_events):
-    """jvp was handed linspace while `direction` still held ones: the tangent actually passed is used."""
-    line = f32(np.linspace(-1, 1, 16))
-    events = replace(drop(base_events, "direction"), "hvp_plain", f32(oracles["baseline"].hvp(line)))
-    events = replace(events, "hvp_remat", f32(oracles["baseline"].hvp(line))) + [(11, "direction", f32(np.ones(16)))]
-    calls = [c for c in good_calls(oracles["baseline"], events) if c.stmt not in (INDEX["hvp_plain"], INDEX["hvp_remat"])]
-    calls += [autodiff_call(INDEX["hvp_plain"], 2, tangent=line), autodiff_call(INDEX["hvp_remat"], 2, True, tangent=line)]
-    for name in ("hvp_direction_is_nonuniform", "hvp_plain_matches_oracle", "hvp_remat_matches"):
-        fraction, feedback = check(assignment, oracles, name, events, calls=calls)
-        assert fraction == 1, (name, feedback)
-
-
-def test_hvp_value_problems(assignment, oracles, base_events):
-    good = base_events[INDEX["hvp_plain"]][2]
-    run = lambda fn, value: check(assignment, oracles, fn, replace(base_events, "hvp_plain", value))
-    nan = good.copy()
-    nan[0] = math.nan
-    fraction, feedback = run("hvps_have_shape_and_are_finite", nan)
-    assert fraction == 0 and "NaN or Inf" in feedback
-    inf = good.copy()
-    inf[5] = math.inf
-    assert run("hvp_plain_matches_oracle", inf)[0] == 0
-    assert run("hvps_have_shape_and_are_finite", good.tolist())[0] == 1      # lists instead of arrays
-    assert run("hvp_plain_matches_oracle", good.tolist())[0] == 1
-    fraction, feedback = run("hvps_have_shape_and_are_finite", good.reshape(4, 4))
-    assert fraction == 0 and "(16,)" in feedback
-    fraction, feedback = run("hvps_have_shape_and_are_finite", good.astype(np.complex128))
-    assert fraction == 0 and "real vector" in feedback
-    fraction, feedback = run("hvp_plain_matches_oracle", f32(oracles["baseline"].gradient))
-    assert fraction == 0 and "equals the gradient" in feedback
-
-
-# ---- missing names, TODOs, scenario combination -----------------------------------------------------------
-
-def test_missing_name_and_todo_feedback(assignment, oracles, base_events):
-    fraction, feedback = check(assignment, oracles, "eps_is_a_sensible_step", drop(base_events, "eps"))
-    assert fraction == 0 and "`eps` is not defined" in feedback and "needed by this check" in feedback
-    fraction, feedback = check(assignment, oracles, "eps_is_a_sensible_step", replace(base_events, "eps", UNFINISHED))
-    assert fraction == 0 and "`eps` is still a TODO" in feedback
-    # `needs` are checked before the function runs: an unfinished finite with a good eps
-    fraction, feedback = check(assignment, oracles, "finite_is_central_difference", replace(base_events, "finite", UNFINISHED))
-    assert fraction == 0 and "`finite` is still a TODO" in feedback
-    # a failing statement that would have assigned it is named with its line and error
-    error = {"type": "NameError", "message": "name 'plian' is not defined", "line": 22, "traceback": ""}
-    fraction, feedback = check(assignment, oracles, "eps_is_a_sensible_step", drop(base_events, "eps"),
-                               failed={INDEX["eps"]: ("error", error, ["eps"])})
-    assert fraction == 0 and "line 22" in feedback and "NameError" in feedback
-    # the file stopped early
-    fraction, feedback = check(assignment, oracles, "eps_is_a_sensible_step", drop(base_events, "eps"), ending="sys_exit")
-    assert fraction == 0 and "stopped before assigning it" in feedback
-    # too large to read
-    fraction, feedback = check(assignment, oracles, "eps_is_a_sensible_step",
-                               replace(base_events, "eps", Opaque("too_large", "ndarray")))
-    assert fraction == 0 and "too large" in feedback
-
-
-def test_run_checks_reports_missing_names(assignment, oracles, base_events, variant_events):
-    results = results_by_id(assignment, oracles, drop(base_events, "hvp_remat"), variant_events)
-    assert results["hvp.remat_matches_plain"].score == 0
-    assert "`hvp_remat` is not defined" in results["hvp.remat_matches_plain"].feedback
-    assert results["hvp.plain_matches_oracle"].passed
-    results = results_by_id(assignment, oracles, replace(base_events, "cotangent", UNFINISHED), variant_events)
-    assert results["gradients.cotangent"].score == 0 and "still a TODO" in results["gradients.cotangent"].feedback
-
-
-def test_failure_only_in_variant_gets_label_and_hint(assignment, oracles, base_events, variant_events):
-    hard_coded = replace(variant_events, "cotangent", base_events[INDEX["cotangent"]][2])
-    results = results_by_id(assignment, oracles, base_events, hard_coded)
-    result = results["gradients.cotangent"]
-    assert result.score == 0
-    description = assignment.scenarios["variant"].description
-    assert result.feedback.startswith(f"[variant run: {description}] ")
-    assert f"seed {VARIANT_SEED}" in result.feedback and "follows a different seed" in result.feedback
-    # the others stay unlabelled
-    assert results["gradients.inputs"].passed and not results["gradients.inputs"].feedback.startswith("[")
-
-
-def test_failure_in_both_scenarios_is_unlabelled(assignment, oracles, base_events, variant_events):
-    results = results_by_id(assignment, oracles, replace(base_events, "automatic", 0.0), replace(variant_events, "automatic", 0.0))
-    result = results["directional.automatic"]
-    assert result.score == 0 and not result.feedback.startswith("[") and "`automatic` = 0" in result.feedback
-
-
-def test_failure_only_in_baseline_is_labelled_without_the_variant_hint(assignment, oracles, base_events, variant_events):
-    results = results_by_id(assignment, oracles, replace(base_events, "automatic", 0.0), variant_events)
-    result = results["directional.automatic"]
-    assert result.score == 0 and result.feedback.startswith("[baseline run: your file as written] ")
-    assert "follows a different seed" not in result.feedback
-
-
-def test_combined_score_is_the_minimum_over_scenarios(assignment, oracles, base_events, variant_events):
-    spec = next(s for s in assignment.checks if s.id == "hvp.plain_matches_oracle")
-    snapshots = {"baseline": make_snapshot(oracles["baseline"], "baseline", base_events),
-                 "variant": make_snapshot(oracles["variant"], "variant", variant_events)}
-    result = _combine(assignment, spec, [("baseline", 1.0, "ok"), ("variant", 0.25, "partly")], snapshots, {})
-    assert result.score == pytest.approx(spec.points * 0.25) and result.feedback.startswith("[variant run")
-    result = _combine(assignment, spec, [("baseline", 0.5, "half"), ("variant", 0.75, "most")], snapshots, {})
-    assert result.score == pytest.approx(spec.points * 0.5) and "half" in result.feedback
-    result = _combine(assignment, spec, [("baseline", 1.0, "ok"), ("variant", 1.0, "fine")], snapshots, {})
-    assert result.score == spec.points and result.passed and result.feedback == "ok"
-
-
-def test_partial_results_are_clamped(assignment, oracles, base_events):
-    spec = next(s for s in assignment.checks if s.id == "directional.automatic")
-    view = RunView(make_snapshot(oracles["baseline"], "baseline", base_events))
-    for fraction, expected in ((0.4, 0.4), (1.7, 1.0), (-2.0, 0.0)):
-        got, note = evaluate(lambda run, oracle, settings, fraction=fraction: Partial(fraction, "some"), spec, view, None, assignment.settings)
-        assert got == expected and note == "some"
-    with pytest.raises(CheckBug, match="ZeroDivisionError") as bug:   # a bug in the check, not a student failure
-        evaluate(lambda run, oracle, settings: 1 / 0, spec, view, None, assignment.settings)
-    assert "Traceback" in bug.value.trace
-
-
-# ---- method evidence -------------------------------------------------------------------------------------
-
-def _finite_calls(oracles, events, points):
-    oracle = oracles["baseline"]
-    others = [c for c in good_calls(oracle, events) if c.stmt != INDEX["finite"]]
-    return others + [evaluations_call(INDEX["finite"], oracle, points)]
-
-
-@pytest.mark.parametrize("eps", [1e-4, 3e-4, 1e-3])
-def test_forward_difference_is_named_from_the_evaluations_even_when_its_value_passes(assignment, oracles, base_events, eps):
-    """A forward difference at a tiny step hides under float32 rounding; the evaluation points do not."""
-    oracle = oracles["baseline"]
-    central = oracle.differences(oracle.ones, eps)["central"]
-    events = replace(replace(base_events, "eps", eps), "finite", central)       # the value even looks central
-    calls = _finite_calls(oracles, events, [oracle.x + eps, oracle.x])
-    fraction, feedback = check(assignment, oracles, "finite_is_central_difference", events, calls=calls)
-    assert fraction == 0 and "forward difference" in feedback and "x and x + ε·v" in feedback
-    calls = _finite_calls(oracles, events, [oracle.x, oracle.x - eps])
-    fraction, feedback = check(assignment, oracles, "finite_is_central_difference", events, calls=calls)
-    assert fraction == 0 and "backward difference" in feedback
-
-
-def test_exact_derivative_passed_off_as_a_difference_fails(assignment, oracles, base_events):
-    oracle = oracles["baseline"]
-    exact = float(np.float32(oracle.directional_derivative(oracle.ones)))
-    events = replace(base_events, "finite", exact)
-    calls = [c for c in good_calls(oracle, events) if c.stmt != INDEX["finite"]]
-    calls.append(autodiff_call(INDEX["finite"], 1, kind="jvp", point=oracle.x))
-    fraction, feedback = check(assignment, oracles, "finite_is_central_difference", events, calls=calls)
-    assert fraction == 0 and "exact derivative" in feedback
-
-
-def test_step_along_another_vector_fails(assignment, oracles, base_events):
-    oracle = oracles["baseline"]
-    line = np.linspace(-1, 1, 16)
-    calls = _finite_calls(oracles, base_events, [oracle.x + 1e-3 * line, oracle.x - 1e-3 * line])
-    fraction, feedback = check(assignment, oracles, "finite_is_central_difference", base_events, calls=calls)
-    assert fraction == 0 and "other than v = (1,…,1)" in feedback
-
-
-def test_batched_evaluations_count_as_points(assignment, oracles, base_events):
-    """jax.vmap(plain)(jnp.stack([x+eps, x-eps])): one call with a (2, 16) argument."""
-    oracle = oracles["baseline"]
-    stacked = np.stack([oracle.x + 1e-3, oracle.x - 1e-3])
-    batch = CallEvent(stmt=INDEX["finite"], kind="vmap", name=None, concrete=True, ok=True,
-                      evaluations=(Evaluation("vmap", None, (stacked,), ()),))
-    calls = [c for c in good_calls(oracle, base_events) if c.stmt != INDEX["finite"]] + [batch]
-    fraction, feedback = check(assignment, oracles, "finite_is_central_difference", base_events, calls=calls)
-    assert fraction == 1, feedback
-
-
-def test_no_evidence_at_all_falls_back_to_the_value_and_says_so(assignment, oracles, base_events):
-    calls = [c for c in good_calls(oracles["baseline"], base_events) if c.stmt != INDEX["finite"]]
-    fraction, feedback = check(assignment, oracles, "finite_is_central_difference", base_events, calls=calls)
-    assert fraction == 1 and "could not see how `finite` was computed" in feedback
-    # the recorder could not be installed: every method check falls back, and says so
-    snap = make_snapshot(oracles["baseline"], "baseline", base_events, calls=[])
-    snap.evidence.installed = False
-    view = RunView(snap, assignment.bindings)
-    for function_name in ("automatic_is_gradient_dot_ones", "hvp_plain_matches_oracle", "hvp_remat_matches"):
-        spec = next(s for s in assignment.checks if s.function == function_name)
-        fraction, feedback = evaluate(getattr(assignment.check_module, function_name), spec, view,
-                                      oracles["baseline"], assignment.settings)
-        assert fraction == 1 and "could not see how" in feedback, (function_name, feedback)
-
-
-def test_omitted_calls_make_the_evidence_incomplete(assignment, oracles, base_events):
-    snap = make_snapshot(oracles["baseline"], "baseline", base_events, calls=[])
-    snap.statements[INDEX["automatic"]].calls_omitted = 3
-    spec = next(s for s in assignment.checks if s.function == "automatic_is_gradient_dot_ones")
-    fraction, feedback = evaluate(assignment.check_module.automatic_is_gradient_dot_ones, spec,
-                                  RunView(snap, assignment.bindings), oracles["baseline"], assignment.settings)
-    assert fraction == 1 and "could not see how `automatic`" in feedback
-
-
-def test_automatic_must_come_from_autodiff(assignment, oracles, base_events):
-    oracle = oracles["baseline"]
-    others = [c for c in good_calls(oracle, base_events) if c.stmt != INDEX["automatic"]]
-    # copied from a difference quotient: evaluations at x +- eps and no differentiation
-    copied = others + [evaluations_call(INDEX["automatic"], oracle, [oracle.x + 1e-3, oracle.x - 1e-3])]
-    fraction, feedback = check(assignment, oracles, "automatic_is_gradient_dot_ones", base_events, calls=copied)
-    assert fraction == 0 and "difference quotient, not autodiff" in feedback
-    # nothing differentiated at all (the NumPy recurrence's gradient, a typed number)
-    fraction, feedback = check(assignment, oracles, "automatic_is_gradient_dot_ones", base_events, calls=others)
-    assert fraction == 0 and "applied no JAX differentiation" in feedback
-    # jax.jvp of the objective
-    jvp = others + [autodiff_call(INDEX["automatic"], 1, kind="jvp", point=oracle.x, tangent=np.ones(16))]
-    assert check(assignment, oracles, "automatic_is_gradient_dot_ones", base_events, calls=jvp)[0] == 1
-
-
-def test_automatic_copied_from_finite_is_traced_through_the_name_it_read(assignment, oracles, base_events):
-    """`automatic = finite`: the statement reads `finite`, whose statement evaluated the objective at x +- eps."""
-    oracle = oracles["baseline"]
-    exact = float(np.float32(oracle.directional_derivative(oracle.ones)))
-    events = replace(replace(base_events, "finite", exact), "automatic", exact)
-    calls = [c for c in good_calls(oracle, events) if c.stmt != INDEX["automatic"]]
-    snap = make_snapshot(oracle, "baseline", events, calls=calls)
-    snap.statements[INDEX["automatic"]].reads = ["finite"]
-    spec = next(s for s in assignment.checks if s.function == "automatic_is_gradient_dot_ones")
-    fraction, feedback = evaluate(assignment.check_module.automatic_is_gradient_dot_ones, spec,
-                                  RunView(snap, assignment.bindings), oracle, assignment.settings)
-    assert fraction == 0 and "difference quotient" in feedback
-
-
-def _hvp_calls(oracles, events, plain_call, remat_call):
-    others = [c for c in good_calls(oracles["baseline"], events) if c.stmt not in (INDEX["hvp_plain"], INDEX["hvp_remat"])]
-    return others + [c for c in (plain_call, remat_call) if c is not None]
-
-
-def test_hvp_remat_from_plain_fails_only_the_remat_check(assignment, oracles, base_events):
-    line = f32(np.linspace(-1, 1, 16))
-    calls = _hvp_calls(oracles, base_events, autodiff_call(INDEX["hvp_plain"], 2, tangent=line),
-                       autodiff_call(INDEX["hvp_remat"], 2, rematerialized=False, tangent=line))
-    assert check(assignment, oracles, "hvp_plain_matches_oracle", base_events, calls=calls)[0] == 1
-    fraction, feedback = check(assignment, oracles, "hvp_remat_matches", base_events, calls=calls)
-    assert fraction == 0 and "no jax.checkpoint-ed function ran under it" in feedback
-
-
-def test_hvp_plain_from_remat_fails(assignment, oracles, base_events):
-    line = f32(np.linspace(-1, 1, 16))
-    calls = _hvp_calls(oracles, base_events, autodiff_call(INDEX["hvp_plain"], 2, rematerialized=True, tangent=line),
-                       autodiff_call(INDEX["hvp_remat"], 2, rematerialized=True, tangent=line))
-    fraction, feedback = check(assignment, oracles, "hvp_plain_matches_oracle", base_events, calls=calls)
-    assert fraction == 0 and "rematerialized" in feedback
-    assert check(assignment, oracles, "hvp_remat_matches", base_events, calls=calls)[0] == 1
-
-
-def test_hvp_without_second_order_autodiff_fails(assignment, oracles, base_events):
-    oracle = oracles["baseline"]
-    line = np.linspace(-1, 1, 16)
-    # a finite difference of jax.grad: first-order roots at x +- h d
-    fd = [autodiff_call(INDEX["hvp_plain"], 1, kind="grad", point=oracle.x + 1e-4 * line),
-          autodiff_call(INDEX["hvp_plain"], 1, kind="grad", point=oracle.x - 1e-4 * line)]
-    calls = _hvp_calls(oracles, base_events, None, None) + fd
-    fraction, feedback = check(assignment, oracles, "hvp_plain_matches_oracle", base_events, calls=calls)
-    assert fraction == 0 and "finite difference of jax.grad" in feedback
-    # a NumPy HVP: no differentiation at all
-    calls = _hvp_calls(oracles, base_events, None, None)
-    fraction, feedback = check(assignment, oracles, "hvp_plain_matches_oracle", base_events, calls=calls)
-    assert fraction == 0 and "applied no JAX differentiation" in feedback
-    fraction, feedback = check(assignment, oracles, "hvp_remat_matches", base_events, calls=calls)
-    assert fraction == 0 and "applied no JAX differentiation" in feedback
-
-
-def test_both_hvps_in_one_statement_are_told_apart(assignment, oracles, base_events):
-    """`hvp_plain, hvp_remat = [hvp(f) for f in (plain, remat)]`: one statement, two second-order calls."""
-    line = f32(np.linspace(-1, 1, 16))
-    events = [(i if n != "hvp_remat" else INDEX["hvp_plain"], n, v) for i, n, v in base_events]
-    calls = [c for c in good_calls(oracles["baseline"], base_events) if c.stmt not in (INDEX["hvp_plain"], INDEX["hvp_remat"])]
-    calls += [autodiff_call(INDEX["hvp_plain"], 2, tangent=line), autodiff_call(INDEX["hvp_plain"], 2, True, tangent=line)]
-    for name in ("hvp_plain_matches_oracle", "hvp_remat_matches"):
-        assert check(assignment, oracles, name, events, calls=calls)[0] == 1
-
-
-# ---- values graded as the exercise used them ---------------------------------------------------------------
-
-def test_later_rebinding_does_not_replace_the_exercise_value(assignment, oracles, base_events):
-    events = base_events + [(30, "finite", np.array(True)), (31, "eps", float(np.finfo(np.float32).eps)),
-                            (32, "x", 3.0)]
-    for name in ("finite_is_central_difference", "eps_is_a_sensible_step", "inputs_are_the_lessons"):
-        fraction, feedback = check(assignment, oracles, name, events)
-        assert fraction == 1, (name, feedback)
-    snap = make_snapshot(oracles["baseline"], "baseline", events)
-    from grader.runs.provenance import Provenance
-
-    note = Provenance(snap, assignment.bindings).rebinding_note("finite")
-    assert note and "line 40" in note and f"line {10 + INDEX['finite']}" in note
-
-
-# ---- the variant's compiler: one analysis missing, the other unforeseeable --------------------------------
-
-def test_variant_memory_is_missing_for_one_and_varied_for_the_other(oracles):
-    memory = oracles["variant"].memory
-    assert sum(m is None for m in memory) == 1
-    varied = next(m for m in memory if m is not None)
-    assert len(set(varied.values())) == len(varied), "every field differs from every other"
-    real = MEMORY_PLAIN if memory[0] is not None else MEMORY_REMAT
-    assert all(varied[name] != real[name] for name in real)
-    assert oracles["baseline"].memory == [MEMORY_PLAIN, MEMORY_REMAT]
+    assert run((None, None))[0] == 1
 
 
 def test_variant_memory_checks(assignment, oracles, variant_events):
@@ -894,8 +566,7 @@ def test_variant_memory_checks(assignment, oracles, variant_events):
     swapped[index] = figures
     fraction, feedback = run("memory_figures_match_compiler", swapped)
     assert fraction == 0 and "holds the figure the compiler reported for" in feedback
-    all_none = [None, None]
-    fraction, feedback = run("memory_is_two_dicts", all_none)
+    fraction, feedback = run("memory_is_two_dicts", [None, None])
     assert fraction == 0 and "Record None only when memory_analysis() returns None" in feedback
     for bad, fragment in (({}, "empty dict"), ({k: 0 for k in MEMORY_PLAIN}, "zeros"), ("unavailable", "should be None")):
         entries = list(good)
@@ -904,16 +575,67 @@ def test_variant_memory_checks(assignment, oracles, variant_events):
         assert fraction == 0 and fragment in feedback, feedback
 
 
+def test_a_list_cut_short_at_the_missing_analysis_is_judged_on_its_entries(assignment, oracles, variant_events):
+    """Outside the baseline, a run that stopped at the missing analysis is judged on the entries it has (the
+    missing analysis itself is memory_unavailable's to judge)."""
+    oracle = oracles["variant"]
+    index = next(i for i, m in enumerate(oracle.memory) if m is not None)
+    cut = [dict(oracle.memory[index])] if index == 0 else [None]
+    for name in ("memory_is_two_dicts", "memory_figures_match_compiler"):
+        fraction, feedback = check(assignment, oracles, name, replace(variant_events, "memory", cut), "variant")
+        assert fraction == 1, (name, feedback)
+    fraction, feedback = check(assignment, oracles, "unavailable_memory_is_none", replace(variant_events, "memory", cut),
+                               "variant")
+    assert fraction == 0 and "one entry per executable" in feedback
+
+
+# ---- the memory panel -------------------------------------------------------------------------------
+
+def _with_second_panel(events, panel):
+    panels = [dict(events[ORDER.index("panels")][2][0]), panel]
+    return replace(replace(events, "panels", panels), "visual_data", {"kind": "panels", "panels": panels})
+
+
 def _availability(events, y, title="Compiler memory analysis unavailable", ylabel="analysis available (1=yes)",
                   label="availability, not byte count"):
     return _with_second_panel(events, {"kind": "bar", "title": title, "ylabel": ylabel, "series": [{"label": label, "y": y}]})
+
+
+def test_availability_panel(assignment, oracles, variant_events):
+    run = lambda events: check(assignment, oracles, "second_panel_is_availability", events, "variant")
+    bytes_panel = {"kind": "bar", "title": "Compiler memory estimate", "ylabel": "estimated temporary bytes",
+                   "series": [{"label": "compiler temporaries", "y": [256, 192]}]}
+    fraction, feedback = run(_with_second_panel(variant_events, bytes_panel))
+    assert fraction == 0 and "availability" in feedback and "[256, 192]" in feedback
+    zero_bytes = dict(bytes_panel, series=[{"label": "compiler temporaries", "y": [0, 0]}])
+    fraction, feedback = run(_with_second_panel(variant_events, zero_bytes))
+    assert fraction == 0 and "labelled in bytes" in feedback and "whether each executable has an analysis" in feedback
+    y = [int(m is not None) for m in oracles["variant"].memory]
+    as_array = dict(variant_events[ORDER.index("panels")][2][1], series=[{"label": "a", "y": np.array(y, dtype=float)}])
+    assert run(_with_second_panel(variant_events, as_array))[0] == 1
+    # visual_data must be built from the same panels
+    fraction, feedback = run(replace(variant_events, "visual_data", {"kind": "panels", "panels": []}))
+    assert fraction == 0 and "visual_data" in feedback
+    fraction, feedback = run(replace(variant_events, "panels", [variant_events[ORDER.index("panels")][2][0]]))
+    assert fraction == 0 and "two panels" in feedback
+
+
+def test_a_nan_bar_in_both_lists_is_the_same_data(assignment, oracles, variant_events):
+    """A missing figure drawn as NaN in `panels` and in `visual_data` is the same list (NaN != NaN in Python)."""
+    oracle = oracles["variant"]
+    heights = [math.nan if m is None else 1.0 for m in oracle.memory]
+    fraction, feedback = check(assignment, oracles, "second_panel_is_availability", _availability(variant_events, heights),
+                               "variant")
+    assert "visual_data" not in feedback and "same `panels` list" not in feedback, feedback
+    assert fraction == 0 and "availability (1 = reported, 0 = missing)" in feedback
 
 
 @pytest.mark.parametrize("title, ylabel, label", [
     ("No compiler memory analysis", "reported (1) / missing (0)", "analysis"),
     ("Memory analysis not available", "", ""),
     ("Compiler memory estimate", "analysis supported (1 = yes)", "availability"),
-    ("Analysis present?", "1 = present, 0 = absent", "")])
+    ("Analysis present?", "1 = present, 0 = absent", ""),
+    ("Which executables have a compiler memory analysis", "has analysis (1 = yes, 0 = no)", "")])
 def test_availability_panel_accepts_ordinary_wordings(assignment, oracles, variant_events, title, ylabel, label):
     y = [int(m is not None) for m in oracles["variant"].memory]
     fraction, feedback = check(assignment, oracles, "second_panel_is_availability",
@@ -943,6 +665,780 @@ def test_availability_panel_is_judged_by_meaning(assignment, oracles, variant_ev
     assert fraction == 1 and "int(m is not None)" in feedback
     # booleans are availability too
     assert run(_availability(variant_events, [bool(v) for v in y]))[0] == 1
+
+
+def test_byte_panel_when_available(assignment, oracles, base_events):
+    reported = [m["temp_size_in_bytes"] for m in oracles["baseline"].memory]
+    run = lambda events: check(assignment, oracles, "second_panel_is_bytes", events)
+    assert run(base_events)[0] == 1
+    availability = {"kind": "bar", "title": "Compiler memory analysis unavailable", "ylabel": "analysis available (1=yes)",
+                    "series": [{"label": "availability", "y": [1, 1]}]}
+    fraction, feedback = run(_with_second_panel(base_events, availability))
+    assert fraction == 0 and str(reported) in feedback and "[1, 1]" in feedback
+    swapped = dict(availability, series=[{"label": "t", "y": reported[::-1]}])
+    assert run(_with_second_panel(base_events, swapped))[0] == 0
+    real = dict(availability, series=[{"label": "t", "y": [256, 192]}])   # the figures of a local run, typed in
+    assert run(_with_second_panel(base_events, real))[0] == 0
+
+
+# ---- eps ----------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("eps, fragment", [(1e-6, "outside"), (0.1, "outside"), (-1e-3, "positive"), (0.0, "positive"),
+                                           (math.nan, "finite number"), (math.inf, "finite number"), ("0.001", "single real number"),
+                                           (True, "single real number"), (None, "single real number")])
+def test_eps_out_of_range(assignment, oracles, base_events, eps, fragment):
+    fraction, feedback = check(assignment, oracles, "eps_is_a_sensible_step", replace(base_events, "eps", eps))
+    assert fraction == 0 and fragment in feedback
+
+
+@pytest.mark.parametrize("eps", [1e-3, np.array(1e-3), np.array([1e-3]), 1e-4, 3e-2, 0.01])
+def test_eps_accepted(assignment, oracles, base_events, eps):
+    fraction, feedback = check(assignment, oracles, "eps_is_a_sensible_step", replace(base_events, "eps", eps))
+    assert fraction == 1, feedback
+
+
+# ---- finite: a central difference of two recorded evaluations of the objective ------------------------------
+
+def finite_check(assignment, oracles, events, scenario="baseline", **kwargs):
+    return check(assignment, oracles, "finite_is_central_difference", events, scenario, **kwargs)
+
+
+def with_step(events, eps, finite):
+    return replace(replace(events, "eps", eps), "finite", finite)
+
+
+@pytest.mark.parametrize("scenario", ["baseline", "variant"])
+@pytest.mark.parametrize("eps", [1e-4, 1e-3, 1e-2, 3e-2])
+def test_central_difference_of_the_recorded_evaluations_passes(assignment, oracles, base_events, variant_events,
+                                                                 scenario, eps):
+    """`finite` from the run's own two evaluations at x ± eps·(1,…,1), in float64 or in float32 arithmetic."""
+    events = base_events if scenario == "baseline" else variant_events
+    oracle = oracles[scenario]
+    plus, minus = value_at(oracle, point(oracle, eps)), value_at(oracle, point(oracle, -eps))
+    a, b, e = np.float32(plus), np.float32(minus), np.float32(eps)
+    honest = {
+        "float64, as the lesson": (plus - minus) / (2 * eps),
+        "a 0-d array": np.array((plus - minus) / (2 * eps)),
+        "float32: (a - b) / (2 eps)": float((a - b) / np.float32(2 * eps)),
+        "float32: (a - b) / 2 / eps": float((a - b) / np.float32(2) / e),
+        "float32: (a - b) * (0.5 / eps)": float((a - b) * np.float32(0.5 / eps)),
+        "float32: a / (2 eps) - b / (2 eps)": float(a / np.float32(2 * eps) - b / np.float32(2 * eps)),
+        "float32 difference, float64 division": float(a - b) / (2 * eps),
+        "eps given as a float32 number": float((a - b) / (np.float32(2) * e)),
+    }
+    for label, finite in honest.items():
+        fraction, feedback = finite_check(assignment, oracles, with_step(events, eps, finite), scenario)
+        assert fraction == 1, (label, feedback)
+        assert f"at x ± {eps:g}·v" in feedback
+
+
+def test_central_difference_with_eps_as_a_float32_array(assignment, oracles, base_events):
+    """`eps = jnp.float32(1e-3)`: the graded eps is the float32 number, the points were made with it."""
+    oracle = oracles["baseline"]
+    eps = np.array(single(EPS))
+    fraction, feedback = finite_check(assignment, oracles, with_step(base_events, eps, quotient(oracle, float(eps))))
+    assert fraction == 1, feedback
+
+
+def test_finite_computed_over_several_statements(assignment, oracles, base_events):
+    """`finite = f(x+εv); finite -= f(x−εv); finite = finite / (2ε)`: three bindings, the evaluations in the first
+    two statements, and the quotient graded (not a backward difference)."""
+    oracle = oracles["baseline"]
+    plus, minus = value_at(oracle, point(oracle, EPS)), value_at(oracle, point(oracle, -EPS))
+    at = INDEX["finite"]
+    events = drop(base_events, "finite") + [(at - 1, "finite", plus), (at, "finite", plus - minus),
+                                             (at + 1, "finite", (plus - minus) / (2 * EPS))]
+    evaluations = evaluations_at(oracle, at - 1, (EPS,)) + evaluations_at(oracle, at, (-EPS,))
+    for regions in (None, REGIONS):
+        fraction, feedback = finite_check(assignment, oracles, events, evaluations=evaluations, regions=regions)
+        assert fraction == 1, (regions, feedback)
+
+
+@pytest.mark.parametrize("scenario", ["baseline", "variant"])
+def test_a_quotient_other_than_the_central_one_is_named(assignment, oracles, base_events, variant_events, scenario):
+    events = base_events if scenario == "baseline" else variant_events
+    oracle = oracles[scenario]
+    central = quotient(oracle, EPS)
+    run = lambda finite: finite_check(assignment, oracles, replace(events, "finite", finite), scenario)
+    fraction, feedback = run(2 * central)
+    assert fraction == 0 and "is 2 times the central difference" in feedback and "divided by ε instead of 2ε" in feedback
+    fraction, feedback = run(0.5 * central)
+    assert fraction == 0 and "is 0.5 times the central difference" in feedback and "divided by 4ε instead of 2ε" in feedback
+    for wrong in (-central, central * (1 + 1e-4), central + 1.0):
+        fraction, feedback = run(wrong)
+        assert fraction == 0
+        assert "Your file evaluated the objective at x ± 0.001·v, but `finite`" in feedback
+        assert "is not (f(x+εv) − f(x−εv)) / 2ε of those two values with your eps = 0.001" in feedback
+
+
+@pytest.mark.parametrize("scenario", ["baseline", "variant"])
+@pytest.mark.parametrize("eps", [1e-4, 1e-3, 1e-2])
+def test_one_sided_differences_fail_and_are_named(assignment, oracles, base_events, variant_events, scenario, eps):
+    """The evaluated points decide: a forward or backward difference fails even where its value is close."""
+    events = base_events if scenario == "baseline" else variant_events
+    oracle = oracles[scenario]
+    at = INDEX["finite"]
+    cases = {"forward": ((0.0, eps), one_sided(oracle, eps), "x and x + ε·v only"),
+             "backward": ((0.0, -eps), one_sided(oracle, -eps), "x and x − ε·v only")}
+    for kind, (steps, finite, where) in cases.items():
+        fraction, feedback = finite_check(assignment, oracles, with_step(events, eps, finite), scenario,
+                                          evaluations=evaluations_at(oracle, at, steps))
+        assert fraction == 0 and f"(a {kind} difference)" in feedback and where in feedback, feedback
+    # f(x) evaluated in an earlier statement (kept from before), the forward point here: still one-sided
+    evaluations = evaluations_at(oracle, INDEX["eps"], (0.0,)) + evaluations_at(oracle, at, (eps,))
+    fraction, feedback = finite_check(assignment, oracles, with_step(events, eps, one_sided(oracle, eps)), scenario,
+                                      evaluations=evaluations)
+    assert fraction == 0 and "(a forward difference)" in feedback
+    # the central difference's value reported from forward evaluations: the points, not the value, decide
+    fraction, feedback = finite_check(assignment, oracles, with_step(events, eps, quotient(oracle, eps)), scenario,
+                                      evaluations=evaluations_at(oracle, at, (0.0, eps)))
+    assert fraction == 0 and "(a forward difference)" in feedback
+
+
+def test_forward_difference_reported_beside_both_central_points(assignment, oracles, base_events):
+    """x + εv, x − εv and x all evaluated, the forward difference reported: not the central one."""
+    oracle = oracles["baseline"]
+    evaluations = evaluations_at(oracle, INDEX["finite"], (EPS, -EPS, 0.0))
+    fraction, feedback = finite_check(assignment, oracles, replace(base_events, "finite", one_sided(oracle, EPS)),
+                                      evaluations=evaluations)
+    assert fraction == 0 and "is not (f(x+εv) − f(x−εv)) / 2ε of those two values" in feedback
+
+
+@pytest.mark.parametrize("scenario", ["baseline", "variant"])
+def test_decoy_evaluations_with_the_exact_slope_reported_fail(assignment, oracles, base_events, variant_events, scenario):
+    """Both points evaluated (a decoy, or a helper that evaluates them and returns the jvp slope), and the exact
+    slope reported: the value is not the quotient of those evaluations."""
+    events = base_events if scenario == "baseline" else variant_events
+    oracle = oracles[scenario]
+    exact, autodiff = single(oracle.gradient.sum()), single(oracle.autodiff_gradient.sum())
+    for reported, named in ((exact, "the exact derivative"), (autodiff, "the derivative JAX's autodiff gives")):
+        if scenario == "baseline":
+            named = "the derivative JAX's autodiff gives"    # one number in the baseline: its rules are JAX's own
+        fraction, feedback = finite_check(assignment, oracles, replace(events, "finite", reported), scenario)
+        assert fraction == 0, feedback
+        assert "Your file evaluated the objective at x ± 0.001·v" in feedback and f"It equals {named} instead." in feedback
+
+
+def test_no_evaluations_at_all_fail_without_a_fallback(assignment, oracles, base_events):
+    """The right number with nothing recorded (NumPy, a typed number, a helper that evaluated only at x): no credit,
+    and the message says what the grader looks for."""
+    oracle = oracles["baseline"]
+    for evaluations in ([], evaluations_at(oracle, INDEX["finite"], (0.0,))):
+        fraction, feedback = finite_check(assignment, oracles, base_events, evaluations=evaluations)
+        assert fraction == 0
+        assert "`finite` does not come from a central difference" in feedback
+        assert "evaluated the objective at no pair of points x + ε·v and x − ε·v" in feedback
+        assert "Note:" not in feedback
+    fraction, feedback = finite_check(assignment, oracles, replace(base_events, "finite", single(oracle.gradient.sum())),
+                                      evaluations=[])
+    assert fraction == 0 and "Its value equals the derivative JAX's autodiff gives." in feedback
+
+
+def test_evaluations_after_finite_do_not_count(assignment, oracles, base_events):
+    oracle = oracles["baseline"]
+    late = evaluations_at(oracle, INDEX["automatic"], (EPS, -EPS))
+    fraction, feedback = finite_check(assignment, oracles, base_events, evaluations=late)
+    assert fraction == 0 and "evaluated the objective at no pair of points" in feedback
+    early = evaluations_at(oracle, INDEX["whole"], (EPS, -EPS))     # computed before, combined in finite's statement
+    assert finite_check(assignment, oracles, base_events, evaluations=early)[0] == 1
+
+
+@pytest.mark.parametrize("scenario", ["baseline", "variant"])
+def test_evaluations_of_something_other_than_the_objective_fail(assignment, oracles, base_events, variant_events, scenario):
+    events = base_events if scenario == "baseline" else variant_events
+    oracle = oracles[scenario]
+    at = INDEX["finite"]
+    plus, minus = point(oracle, EPS), point(oracle, -EPS)
+    others = {
+        "a no-op that returns the sum of its argument": (single(plus.sum()), single(minus.sum())),
+        "the objective plus a constant": (value_at(oracle, plus) + 1.0, value_at(oracle, minus) + 1.0),
+        "the objective with the other seed's weights": tuple(
+            single(oracles["variant" if scenario == "baseline" else "baseline"].value_at(p)) for p in (plus, minus)),
+    }
+    for label, (a, b) in others.items():
+        evaluations = [evaluation(at, plus, a, "noop:30"), evaluation(at, minus, b, "noop:30")]
+        # whether `finite` is their quotient or the exact slope, it is not the objective's central difference
+        for finite in ((a - b) / (2 * EPS), single(oracle.autodiff_gradient.sum())):
+            fraction, feedback = finite_check(assignment, oracles, replace(events, "finite", finite), scenario,
+                                              evaluations=evaluations)
+            assert fraction == 0, (label, feedback)
+            assert "what it returned there is not the objective's value" in feedback, (label, feedback)
+    # a decoy beside the real evaluations does not stop the real ones from counting
+    decoys = [evaluation(at, plus, single(plus.sum()), "noop:30"), evaluation(at, minus, single(minus.sum()), "noop:30")]
+    fraction, feedback = finite_check(assignment, oracles, events, scenario,
+                                      evaluations=decoys + evaluations_at(oracle, at, (EPS, -EPS)))
+    assert fraction == 1, feedback
+
+
+def test_points_along_another_direction_fail(assignment, oracles, base_events):
+    oracle = oracles["baseline"]
+    at = INDEX["finite"]
+    for direction in (LINE, np.r_[np.ones(8), -np.ones(8)]):
+        finite = quotient(oracle, EPS, direction=direction)
+        fraction, feedback = finite_check(assignment, oracles, replace(base_events, "finite", finite),
+                                          evaluations=evaluations_at(oracle, at, (EPS, -EPS), direction))
+        assert fraction == 0
+        assert "`finite` is not a central difference along v = (1,…,1)" in feedback
+        assert "not of the form x ± ε·(1,…,1)" in feedback
+
+
+@pytest.mark.parametrize("k", [2, 3, 5])
+def test_a_batch_evaluation_with_one_result_per_row_counts(assignment, oracles, base_events, k):
+    """jax.vmap(plain)(jnp.stack([...])) or a jitted batch: one (k, 16) argument, k numbers returned."""
+    oracle = oracles["baseline"]
+    steps = [EPS, -EPS, 0.0, 2 * EPS, -2 * EPS][:k]
+    rows = np.stack([point(oracle, s) for s in steps])
+    values = np.array([value_at(oracle, row) for row in rows])
+    batch = Evaluation(INDEX["finite"], "jit", "vmap(plain):21", (rows,), (values,), traced=True)
+    fraction, feedback = finite_check(assignment, oracles, base_events, evaluations=[batch])
+    assert fraction == 1, feedback
+
+
+def test_a_batch_evaluation_without_a_result_per_row_is_not_two_evaluations(assignment, oracles, base_events):
+    oracle = oracles["baseline"]
+    rows = np.stack([point(oracle, EPS), point(oracle, -EPS)])
+    total = Evaluation(INDEX["finite"], "student", "both:21", (rows,), (np.array(sum(value_at(oracle, r) for r in rows)),))
+    fraction, feedback = finite_check(assignment, oracles, base_events, evaluations=[total])
+    assert fraction == 0 and "evaluated the objective at no pair of points" in feedback
+
+
+def test_an_objective_that_also_takes_the_weights_is_still_evaluated_at_the_point(assignment, oracles, base_events):
+    """plain(w, x ± εv): the (16, 16) weights are not a batch of 16 points (one number came back)."""
+    oracle = oracles["baseline"]
+    evaluations = [Evaluation(e.stmt, "student", "plain:21", (oracle.w, *e.args), e.results)
+                   for e in evaluations_at(oracle, INDEX["finite"], (EPS, -EPS))]
+    fraction, feedback = finite_check(assignment, oracles, base_events, evaluations=evaluations)
+    assert fraction == 1, feedback
+
+
+def test_complex_step_points_are_named(assignment, oracles, base_events):
+    oracle = oracles["baseline"]
+    h = 1e-20      # f(x + i h v) = f(x) + i h f'(x; v) to second order: its imaginary part over h is the slope
+    at = oracle.x + 1j * h * ONES
+    returned = np.array(oracle.value + 1j * h * float(oracle.gradient.sum()))
+    evaluations = [Evaluation(INDEX["finite"], "student", "plain:21", (at,), (returned,))]
+    fraction, feedback = finite_check(assignment, oracles, replace(base_events, "finite", single(oracle.gradient.sum())),
+                                      evaluations=evaluations)
+    assert fraction == 0
+    assert "evaluating the objective at complex points (a complex-step derivative)" in feedback
+
+
+def test_eps_reported_differently_from_the_step_taken(assignment, oracles, base_events):
+    oracle = oracles["baseline"]
+    at = INDEX["finite"]
+    taken = evaluations_at(oracle, at, (2 * EPS, -2 * EPS))
+    # divided by 2·eps (the reported one), evaluated at x ± 2eps·v: the step is what the evaluations say
+    fraction, feedback = finite_check(assignment, oracles, replace(base_events, "finite", quotient(oracle, 2 * EPS, EPS)),
+                                      evaluations=taken)
+    assert fraction == 0 and "central difference at x ± 0.002·v, but `eps` is 0.001" in feedback
+    # the quotient at the step taken (divided by twice 0.002), eps reported as something else: not "divided by 4ε"
+    for reported in (EPS, 5 * EPS):
+        fraction, feedback = finite_check(assignment, oracles,
+                                          with_step(base_events, reported, quotient(oracle, 2 * EPS)), evaluations=taken)
+        assert fraction == 0
+        assert (f"`finite` is the central difference at x ± 0.002·v (divided by twice that step), but `eps` is "
+                f"{reported:g}: report as `eps` the step you took.") in feedback, feedback
+
+
+def test_a_tiny_step_is_still_a_central_difference_by_its_evaluations(assignment, oracles, base_events):
+    """eps = 1e-7: float32 rounding moves each point by its own amount, yet the two evaluations are the central
+    difference's; the step itself is eps_sensible's to judge."""
+    oracle = oracles["baseline"]
+    eps = 1e-7
+    events = with_step(base_events, eps, quotient(oracle, eps))
+    fraction, feedback = finite_check(assignment, oracles, events)
+    assert fraction == 1, feedback
+    fraction, feedback = check(assignment, oracles, "eps_is_a_sensible_step", events)
+    assert fraction == 0 and "outside" in feedback
+
+
+def test_nan_finite_is_not_called_a_forward_difference(assignment, oracles, base_events):
+    fraction, feedback = finite_check(assignment, oracles, replace(base_events, "finite", math.nan))
+    assert fraction == 0
+    assert "forward" not in feedback and "backward" not in feedback, feedback
+
+
+def test_lesson_numbers_hard_coded_fail_in_variant(assignment, oracles, base_events, variant_events):
+    lesson = base_events[ORDER.index("finite")][2]
+    fraction, feedback = finite_check(assignment, oracles, replace(variant_events, "finite", lesson), "variant")
+    assert fraction == 0 and f"but `finite` = {fmt(lesson)} is not (f(x+εv) − f(x−εv)) / 2ε" in feedback
+    lesson_auto = base_events[ORDER.index("automatic")][2]
+    fraction, feedback = check(assignment, oracles, "automatic_is_gradient_dot_ones",
+                               replace(variant_events, "automatic", lesson_auto), "variant")
+    assert fraction == 0 and f"`automatic` = {fmt(lesson_auto)}" in feedback
+
+
+# ---- evidence gaps ---------------------------------------------------------------------------------------------
+
+def test_evidence_gaps_are_mentioned_but_never_turn_a_fail_into_a_pass(assignment, oracles, base_events):
+    oracle = oracles["baseline"]
+    at = INDEX["finite"]
+    note = f"(Note: the statement at line {line_of(at)} made more calls than the grader records per statement"
+    cases = {"nothing recorded": ([], quotient(oracle, EPS)),
+             "decoys and the exact slope": (evaluations_at(oracle, at, (EPS, -EPS)), single(oracle.gradient.sum())),
+             "a forward difference": (evaluations_at(oracle, at, (0.0, EPS)), one_sided(oracle, EPS))}
+    for omitted in ("evaluations_omitted", "sightings_omitted"):
+        for label, (evaluations, finite) in cases.items():
+            snap = make_snapshot(oracle, "baseline", replace(base_events, "finite", finite), evaluations=evaluations)
+            setattr(snap.statements[at], omitted, 300)
+            fraction, feedback = check_snapshot(assignment, oracles, "finite_is_central_difference", snap)
+            assert fraction == 0, (omitted, label, feedback)
+            assert note in feedback, (omitted, label, feedback)
+
+
+def test_a_gap_after_finite_is_not_mentioned_and_a_good_run_still_passes(assignment, oracles, base_events):
+    oracle = oracles["baseline"]
+    snap = make_snapshot(oracle, "baseline", base_events, evaluations=[])
+    snap.statements[INDEX["automatic"]].evaluations_omitted = 300
+    fraction, feedback = check_snapshot(assignment, oracles, "finite_is_central_difference", snap)
+    assert fraction == 0 and "Note:" not in feedback
+    snap = make_snapshot(oracle, "baseline", base_events)
+    snap.statements[INDEX["finite"]].evaluations_omitted = 300
+    assert check_snapshot(assignment, oracles, "finite_is_central_difference", snap)[0] == 1
+
+
+def test_a_recorder_that_was_not_installed_gives_no_credit_and_says_so(assignment, oracles, base_events):
+    snap = make_snapshot(oracles["baseline"], "baseline", base_events, evaluations=[], sightings=[])
+    snap.evidence.installed = False
+    snap.evidence.problem = "jax could not be imported"
+    fraction, feedback = check_snapshot(assignment, oracles, "finite_is_central_difference", snap)
+    assert fraction == 0
+    assert "the grader could not record how values were computed in this run (jax could not be imported)" in feedback
+    # checks that rest on values the run cannot fake need no recorder: automatic and the HVPs still pass
+    for name in ("automatic_is_gradient_dot_ones", "hvp_plain_matches_oracle", "hvp_remat_matches"):
+        fraction, feedback = check_snapshot(assignment, oracles, name, snap)
+        assert fraction == 1, (name, feedback)
+
+
+# ---- automatic: JAX's autodiff of the objective, dotted with (1,…,1) ---------------------------------------
+
+def automatic_check(assignment, oracles, events, scenario="baseline", **kwargs):
+    return check(assignment, oracles, "automatic_is_gradient_dot_ones", events, scenario, **kwargs)
+
+
+def test_automatic_accepts_jax_autodiff_in_either_form(assignment, oracles, base_events, variant_events):
+    for scenario, events in (("baseline", base_events), ("variant", variant_events)):
+        oracle = oracles[scenario]
+        gradient = np.float32(oracle.autodiff_gradient)
+        forms = {"float32 sum": single(oracle.autodiff_gradient.sum()), "a 0-d array": np.array(single(gradient.sum())),
+                 "float32 vdot": float(np.vdot(gradient, np.ones(WIDTH, np.float32))),
+                 "float64 dot of the float32 gradient": float(gradient.astype(np.float64) @ ONES)}
+        for label, value in forms.items():
+            fraction, feedback = automatic_check(assignment, oracles, replace(events, "automatic", value), scenario)
+            assert fraction == 1, (scenario, label, feedback)
+
+
+def test_automatic_value_problems(assignment, oracles, base_events):
+    run = lambda value: automatic_check(assignment, oracles, replace(base_events, "automatic", value))
+    slope = single(oracles["baseline"].autodiff_gradient.sum())
+    fraction, feedback = run(math.nan)
+    assert fraction == 0 and "finite number" in feedback
+    fraction, feedback = run(slope * 1.01)
+    assert fraction == 0 and f"`automatic` = {fmt(slope * 1.01)}, but the gradient of the objective" in feedback
+    assert "difference quotient" not in feedback          # nothing the run recorded gives this number
+    # a check that does not need `eps` never fails on it
+    fraction, feedback = automatic_check(assignment, oracles, replace(drop(base_events, "eps"), "automatic", slope * 1.01))
+    assert fraction == 0 and "`eps`" not in feedback and "`automatic` = " in feedback
+    fraction, feedback = run(list(np.full(WIDTH, slope)))
+    assert fraction == 0 and "single real number" in feedback
+    fraction, feedback = run(f32(oracles["baseline"].gradient))  # the gradient itself, not dotted
+    assert fraction == 0 and "single real number" in feedback
+
+
+def test_exact_slope_fails_automatic_in_the_variant(assignment, oracles, base_events, variant_events):
+    """A NumPy recurrence, a formula or a typed number does not follow the run's derivative rules."""
+    oracle = oracles["variant"]
+    exact = single(oracle.gradient.sum())
+    fraction, feedback = automatic_check(assignment, oracles, replace(variant_events, "automatic", exact), "variant")
+    assert fraction == 0
+    assert "is the exact directional derivative, but not what JAX's automatic differentiation" in feedback
+    assert "computed another way" in feedback
+    # in the baseline JAX's rules are its own: the same number is autodiff's, and passes
+    baseline_exact = single(oracles["baseline"].gradient.sum())
+    assert automatic_check(assignment, oracles, replace(base_events, "automatic", baseline_exact))[0] == 1
+
+
+@pytest.mark.parametrize("scenario", ["baseline", "variant"])
+def test_a_central_difference_fails_automatic(assignment, oracles, base_events, variant_events, scenario):
+    """`automatic = finite` (or `finite if allclose(finite, slope) else nan`): a difference quotient."""
+    events = base_events if scenario == "baseline" else variant_events
+    oracle = oracles[scenario]
+    for eps in (1e-3, 1e-2):
+        central = quotient(oracle, eps)
+        fraction, feedback = automatic_check(assignment, oracles, replace(with_step(events, eps, central), "automatic", central),
+                                             scenario)
+        assert fraction == 0, feedback
+        assert ("is a difference quotient (the central difference of your own evaluations of the objective), not "
+                "automatic differentiation") in feedback
+
+
+def test_another_directions_dot_fails_automatic(assignment, oracles, base_events, variant_events):
+    """The gradient dotted with a vector the run made (linspace) instead of (1,…,1)."""
+    for scenario, events in (("baseline", base_events), ("variant", variant_events)):
+        oracle = oracles[scenario]
+        dotted = single(oracle.autodiff_gradient @ LINE)
+        events = replace(events, "automatic", dotted)
+        sightings = lesson_sightings(oracle, events) + [Sighting(INDEX["automatic"], LINE)]
+        fraction, feedback = automatic_check(assignment, oracles, events, scenario, sightings=sightings)
+        assert fraction == 0 and "is the gradient dotted with a direction other than (1,…,1)" in feedback, feedback
+        # the same value, with that vector never made before `automatic`: the plain mismatch message
+        fraction, feedback = automatic_check(assignment, oracles, events, scenario)
+        assert fraction == 0 and "dotted with a direction other than" not in feedback
+        assert "by JAX autodiff, dotted with (1,…,1), is" in feedback
+
+
+# ---- Hessian-vector products ---------------------------------------------------------------------------------
+
+def hvp_events(oracle, events, direction_before, direction_after=None, remat_direction=None):
+    """direction = direction_before; hvp_plain; [direction = remat_direction]; hvp_remat; [direction = after]."""
+    plain_at, remat_at = INDEX["hvp_plain"], INDEX["hvp_remat"]
+    events = drop(drop(drop(events, "direction"), "hvp_plain"), "hvp_remat")
+    events += [(INDEX["direction"], "direction", f32(ONES)), (INDEX["direction2"], "direction", direction_before),
+               (plain_at, "hvp_plain", f32(oracle.hvp(direction_before)))]
+    if remat_direction is not None:
+        events += [(remat_at - 1, "direction", remat_direction), (remat_at, "hvp_remat", f32(oracle.hvp(remat_direction, True)))]
+    else:
+        events += [(remat_at, "hvp_remat", f32(oracle.hvp(direction_before, True)))]
+    if direction_after is not None:
+        events.append((AFTER, "direction", direction_after))
+    return events
+
+
+HVP_CHECKS = ("hvp_direction_is_nonuniform", "hvp_plain_matches_oracle", "hvp_remat_matches")
+
+
+def test_hvps_pass_in_both_worlds(assignment, oracles, base_events, variant_events):
+    for scenario, events in (("baseline", base_events), ("variant", variant_events)):
+        for name in HVP_CHECKS + ("hvps_have_shape_and_are_finite",):
+            fraction, feedback = check(assignment, oracles, name, events, scenario)
+            assert fraction == 1, (scenario, name, feedback)
+
+
+def test_the_tangent_is_found_among_the_sightings(assignment, oracles, base_events, variant_events):
+    """`direction` still holds (1,…,1): the tangent was made under another name in an earlier statement
+    (`tangent = jnp.linspace(...)`), or only inside the HVP's own statement (a local in a helper, an inline
+    argument). The vector the code made explains the value."""
+    for scenario, events in (("baseline", base_events), ("variant", variant_events)):
+        oracle = oracles[scenario]
+        kept = drop(events, "direction") + [(INDEX["direction"], "direction", f32(ONES))]
+        for made_at in (INDEX["direction2"], INDEX["hvp_plain"]):
+            sightings = lesson_sightings(oracle, kept) + [Sighting(made_at, LINE)]
+            for name in HVP_CHECKS:
+                fraction, feedback = check(assignment, oracles, name, kept, scenario, sightings=sightings)
+                assert fraction == 1, (scenario, made_at, name, feedback)
+            assert np.array_equal(view(assignment, make_snapshot(oracle, scenario, kept))["direction"], ONES)
+
+
+def test_a_tangent_made_only_after_the_hvp_does_not_explain_it(assignment, oracles, base_events):
+    oracle = oracles["baseline"]
+    kept = drop(base_events, "direction") + [(INDEX["direction"], "direction", f32(ONES))]
+    sightings = lesson_sightings(oracle, kept) + [Sighting(AFTER, LINE)]
+    fraction, feedback = check(assignment, oracles, "hvp_plain_matches_oracle", kept, sightings=sightings)
+    assert fraction == 0
+    assert "does not match second-order autodiff of the ordinary objective `plain` along any direction your code made" in feedback
+    # no `direction` and no vector the HVP was computed along: the check says where it looked
+    fraction, feedback = check(assignment, oracles, "hvp_plain_matches_oracle", drop(base_events, "direction"))
+    assert fraction == 0 and "along any direction your code made" in feedback
+
+
+def test_direction_is_read_when_hvp_was_computed_not_at_the_end(assignment, oracles, base_events):
+    oracle = oracles["baseline"]
+    line, ones = LINE, f32(ONES)
+    # nonuniform when the HVP was computed, overwritten by ones afterwards: all HVP checks pass
+    events = hvp_events(oracle, base_events, line, direction_after=ones)
+    snap = make_snapshot(oracle, "baseline", events)
+    assert np.array_equal(snap.values["direction"], ones)
+    assert np.array_equal(view(assignment, snap).value_when("direction", "hvp_plain"), line)
+    for name in HVP_CHECKS:
+        fraction, feedback = check(assignment, oracles, name, events)
+        assert fraction == 1, (name, feedback)
+    # uniform when computed, nonuniform only at the end: the nonuniform check fails
+    events = hvp_events(oracle, base_events, ones, direction_after=line)
+    fraction, feedback = check(assignment, oracles, "hvp_direction_is_nonuniform", events)
+    assert fraction == 0 and "uniform" in feedback
+    assert check(assignment, oracles, "hvp_plain_matches_oracle", events)[0] == 1
+
+
+def test_uniform_hvp_direction_fails_only_the_nonuniform_check(assignment, oracles, base_events, variant_events):
+    for scenario, events in (("baseline", base_events), ("variant", variant_events)):
+        events = hvp_events(oracles[scenario], events, f32(np.full(WIDTH, 0.5)))
+        fraction, feedback = check(assignment, oracles, "hvp_direction_is_nonuniform", events, scenario)
+        assert fraction == 0 and "The HVP direction is uniform" in feedback
+        assert check(assignment, oracles, "hvp_plain_matches_oracle", events, scenario)[0] == 1
+        assert check(assignment, oracles, "hvp_remat_matches", events, scenario)[0] == 1
+
+
+def test_hvp_along_the_earlier_all_ones_direction(assignment, oracles, base_events):
+    """hvp_plain along (1,…,1) (the directional exercise's vector) while `direction` later holds linspace: it is
+    second-order autodiff along a vector the code made, so it passes; the uniform tangent fails the nonuniform
+    check."""
+    oracle = oracles["baseline"]
+    events = replace(base_events, "hvp_plain", f32(oracle.hvp(ONES)))
+    assert np.array_equal(make_snapshot(oracle, "baseline", events).values["direction"], LINE)
+    assert check(assignment, oracles, "hvp_plain_matches_oracle", events)[0] == 1
+    fraction, feedback = check(assignment, oracles, "hvp_direction_is_nonuniform", events)
+    assert fraction == 0 and "uniform" in feedback
+    fraction, feedback = check(assignment, oracles, "hvp_remat_matches", events)
+    assert fraction == 0 and "computed along different tangents" in feedback
+
+
+def test_the_true_hvp_fails_in_the_variant(assignment, oracles, base_events, variant_events):
+    """A NumPy HVP (or typed numbers) does not follow the nudged second derivative."""
+    oracle = oracles["variant"]
+    true = f32(oracle.true_hvp(LINE))
+    for name, slot in (("hvp_plain_matches_oracle", "hvp_plain"), ("hvp_remat_matches", "hvp_remat")):
+        fraction, feedback = check(assignment, oracles, name, replace(variant_events, slot, true), "variant")
+        assert fraction == 0, (name, feedback)
+        assert f"`{slot}` is the exact Hessian-vector product, but not what JAX's second-order autodiff returned" in feedback
+    assert check(assignment, oracles, "hvp_plain_matches_oracle",
+                 replace(base_events, "hvp_plain", f32(oracles["baseline"].true_hvp(LINE))))[0] == 1
+
+
+def test_one_objectives_hvp_in_the_other_slot_fails_in_the_variant(assignment, oracles, variant_events):
+    oracle = oracles["variant"]
+    plain, remat = f32(oracle.hvp(LINE)), f32(oracle.hvp(LINE, True))
+    # one Hessian's product used for both (or `plain` differentiated and called remat)
+    fraction, feedback = check(assignment, oracles, "hvp_remat_matches", replace(variant_events, "hvp_remat", plain), "variant")
+    assert fraction == 0
+    assert "`hvp_remat` is the Hessian-vector product of the ordinary objective `plain`, not of the rematerialized" in feedback
+    assert check(assignment, oracles, "hvp_plain_matches_oracle", replace(variant_events, "hvp_remat", plain), "variant")[0] == 1
+    # remat's HVP reported as plain's
+    fraction, feedback = check(assignment, oracles, "hvp_plain_matches_oracle", replace(variant_events, "hvp_plain", remat),
+                               "variant")
+    assert fraction == 0
+    assert "`hvp_plain` is the Hessian-vector product of the rematerialized objective (a jax.checkpoint-ed one)" in feedback
+
+
+def test_an_approximate_hvp_fails_with_its_message(assignment, oracles, base_events, variant_events):
+    """A central difference of float32 gradients along the tangent: close to the HVP, not exact."""
+    module = __import__(type(oracles["baseline"]).__module__, fromlist=["gradient"])
+    for scenario, events in (("baseline", base_events), ("variant", variant_events)):
+        oracle = oracles[scenario]
+        h = 1e-3
+        grads = [f32(module.gradient(oracle.w, point(oracle, s, LINE), oracle.rules)) for s in (h, -h)]
+        approximate = f32((np.float32(grads[0]) - np.float32(grads[1])) / np.float32(2 * h))
+        fraction, feedback = check(assignment, oracles, "hvp_plain_matches_oracle", replace(events, "hvp_plain", approximate),
+                                   scenario)
+        assert fraction == 0, (scenario, feedback)
+        assert "is close to the Hessian-vector product of the ordinary objective `plain` but not exact" in feedback
+        assert "as an approximation such as a finite difference of gradients would be" in feedback
+
+
+def test_a_gradient_in_an_hvp_slot_fails(assignment, oracles, base_events):
+    gradient = f32(oracles["baseline"].autodiff_gradient)
+    for name, slot in (("hvp_plain_matches_oracle", "hvp_plain"), ("hvp_remat_matches", "hvp_remat")):
+        fraction, feedback = check(assignment, oracles, name, replace(base_events, slot, gradient))
+        assert fraction == 0 and f"`{slot}` equals the gradient, not a Hessian-vector product" in feedback
+
+
+def test_different_tangents_fail_the_remat_check(assignment, oracles, base_events, variant_events):
+    other = f32(np.linspace(0.5, 2.0, WIDTH))
+    for scenario, events in (("baseline", base_events), ("variant", variant_events)):
+        events = hvp_events(oracles[scenario], events, LINE, remat_direction=other)
+        assert check(assignment, oracles, "hvp_plain_matches_oracle", events, scenario)[0] == 1
+        fraction, feedback = check(assignment, oracles, "hvp_remat_matches", events, scenario)
+        assert fraction == 0 and "were computed along different tangents" in feedback
+
+
+def test_both_hvps_from_one_statement_are_each_judged_by_value(assignment, oracles, variant_events):
+    """`hvp_plain, hvp_remat = both(direction)`: one helper returning both; each follows its own rules."""
+    at = INDEX["hvp_plain"]
+    events = [(at if n == "hvp_remat" else i, n, v) for i, n, v in variant_events]
+    for name in HVP_CHECKS:
+        fraction, feedback = check(assignment, oracles, name, events, "variant")
+        assert fraction == 1, (name, feedback)
+    swapped = replace(replace(events, "hvp_plain", variant_events[ORDER.index("hvp_remat")][2]),
+                      "hvp_remat", variant_events[ORDER.index("hvp_plain")][2])
+    assert check(assignment, oracles, "hvp_plain_matches_oracle", swapped, "variant")[0] == 0
+    assert check(assignment, oracles, "hvp_remat_matches", swapped, "variant")[0] == 0
+
+
+def test_hvp_value_problems(assignment, oracles, base_events):
+    good = base_events[ORDER.index("hvp_plain")][2]
+    run = lambda fn, value: check(assignment, oracles, fn, replace(base_events, "hvp_plain", value))
+    nan = good.copy()
+    nan[0] = math.nan
+    fraction, feedback = run("hvps_have_shape_and_are_finite", nan)
+    assert fraction == 0 and "NaN or Inf" in feedback
+    inf = good.copy()
+    inf[5] = math.inf
+    assert run("hvp_plain_matches_oracle", inf)[0] == 0
+    assert run("hvps_have_shape_and_are_finite", good.tolist())[0] == 1      # lists instead of arrays
+    assert run("hvp_plain_matches_oracle", good.tolist())[0] == 1
+    fraction, feedback = run("hvps_have_shape_and_are_finite", good.reshape(4, 4))
+    assert fraction == 0 and "(16,)" in feedback
+    fraction, feedback = run("hvps_have_shape_and_are_finite", good.astype(np.complex128))
+    assert fraction == 0 and "real vector" in feedback
+    fraction, feedback = run("hvps_have_shape_and_are_finite", (f32(oracles["baseline"].gradient), good))
+    assert fraction == 0 and "jax.jvp returns (primal_out, tangent_out)" in feedback
+
+
+# ---- which binding is graded ----------------------------------------------------------------------------------
+
+def test_eps_bound_before_the_region_and_set_after_finite(assignment, oracles, base_events):
+    """`eps = np.finfo(np.float32).eps` before the exercise; inside it `finite` uses a literal 1e-3 step and
+    `eps = 1e-3` follows. With the starter's markers the exercise's eps is graded; without them [bindings]
+    (`eps` as `finite` used it) grades the stale value, which is not the step."""
+    oracle = oracles["baseline"]
+    machine = float(np.finfo(np.float32).eps)
+    before, after = INDEX["direction"] - 1, INDEX["finite"] + 1
+    events = drop(base_events, "eps") + [(before, "eps", machine), (after, "eps", EPS)]
+    evaluations = evaluations_at(oracle, INDEX["finite"], (EPS, -EPS))
+    for name in ("eps_is_a_sensible_step", "finite_is_central_difference"):
+        fraction, feedback = check(assignment, oracles, name, events, regions=REGIONS, evaluations=evaluations)
+        assert fraction == 1, (name, feedback)
+    fraction, feedback = check(assignment, oracles, "eps_is_a_sensible_step", events, evaluations=evaluations)
+    assert fraction == 0 and f"`eps` = {machine:g} is outside" in feedback
+    fraction, feedback = check(assignment, oracles, "finite_is_central_difference", events, evaluations=evaluations)
+    assert fraction == 0
+    assert f"`finite` is the central difference at x ± 0.001·v (divided by twice that step), but `eps` is {machine:g}" in feedback
+
+
+def test_finite_rebound_after_the_region(assignment, oracles, base_events):
+    """`finite` reused later as an integer count, or as a float (a fraction of finite entries)."""
+    count = base_events + [(AFTER, "finite", 16)]
+    fraction_of_entries = base_events + [(AFTER, "finite", 1.0)]
+    for events in (count, fraction_of_entries):
+        fraction, feedback = check(assignment, oracles, "finite_is_central_difference", events, regions=REGIONS)
+        assert fraction == 1, feedback
+    # without markers, [bindings] "last number" prefers the float over a later integer count ...
+    assert check(assignment, oracles, "finite_is_central_difference", count)[0] == 1
+    # ... but a later float is what it grades: only the region tells the exercise's binding apart
+    fraction, feedback = check(assignment, oracles, "finite_is_central_difference", fraction_of_entries)
+    assert fraction == 0 and "`finite` = 1" in feedback
+    snap = make_snapshot(oracles["baseline"], "baseline", fraction_of_entries)
+    note = Provenance(snap, assignment.bindings, assignment.exercise_bindings, REGIONS).rebinding_note("finite")
+    assert note == (f"`finite` is bound again at line {line_of(AFTER)}; the value graded is the one from "
+                    f"line {line_of(INDEX['finite'])}, the one the exercise used.")
+
+
+def test_a_name_bound_outside_its_region_falls_back_to_bindings(assignment, oracles, base_events):
+    """Markers kept, but `finite` computed after the END marker: nothing inside binds it, so [bindings] decides."""
+    oracle = oracles["baseline"]
+    moved = drop(base_events, "finite") + [(AFTER, "finite", quotient(oracle, EPS))]
+    evaluations = evaluations_at(oracle, AFTER, (EPS, -EPS))
+    fraction, feedback = check(assignment, oracles, "finite_is_central_difference", moved, regions=REGIONS,
+                               evaluations=evaluations)
+    assert fraction == 1, feedback
+    snap = make_snapshot(oracle, "baseline", moved, evaluations=evaluations)
+    assert view(assignment, snap, REGIONS).binding("finite").stmt == AFTER
+
+
+def test_direction_rebound_after_the_hvp_region(assignment, oracles, base_events):
+    events = base_events + [(AFTER, "direction", f32(ONES))]
+    for regions in (None, REGIONS):
+        snap = make_snapshot(oracles["baseline"], "baseline", events)
+        assert np.array_equal(view(assignment, snap, regions)["direction"], LINE)
+        for name in HVP_CHECKS:
+            fraction, feedback = check(assignment, oracles, name, events, regions=regions)
+            assert fraction == 1, (regions, name, feedback)
+
+
+def test_later_rebinding_does_not_replace_the_exercise_value(assignment, oracles, base_events):
+    events = base_events + [(AFTER, "finite", np.array(True)), (AFTER + 1, "eps", float(np.finfo(np.float32).eps)),
+                            (AFTER + 2, "x", 3.0)]
+    for regions in (None, REGIONS):
+        for name in ("finite_is_central_difference", "eps_is_a_sensible_step", "inputs_are_the_lessons"):
+            fraction, feedback = check(assignment, oracles, name, events, regions=regions)
+            assert fraction == 1, (regions, name, feedback)
+    snap = make_snapshot(oracles["baseline"], "baseline", events)
+    note = Provenance(snap, assignment.bindings).rebinding_note("finite")
+    assert note and f"line {line_of(AFTER)}" in note and f"line {line_of(INDEX['finite'])}" in note
+
+
+# ---- missing names, TODOs, scenario combination -----------------------------------------------------------
+
+def test_missing_name_and_todo_feedback(assignment, oracles, base_events):
+    fraction, feedback = check(assignment, oracles, "eps_is_a_sensible_step", drop(base_events, "eps"))
+    assert fraction == 0 and "`eps` is not defined" in feedback and "needed by this check" in feedback
+    fraction, feedback = check(assignment, oracles, "eps_is_a_sensible_step", replace(base_events, "eps", UNFINISHED))
+    assert fraction == 0 and "`eps` is still a TODO" in feedback
+    # `needs` are checked before the function runs: an unfinished finite with a good eps
+    fraction, feedback = finite_check(assignment, oracles, replace(base_events, "finite", UNFINISHED))
+    assert fraction == 0 and "`finite` is still a TODO" in feedback
+    # a failing statement that would have assigned it is named with its line and error
+    error = {"type": "NameError", "message": "name 'plian' is not defined", "line": 22, "traceback": ""}
+    fraction, feedback = check(assignment, oracles, "eps_is_a_sensible_step", drop(base_events, "eps"),
+                               failed={INDEX["eps"]: ("error", error, ["eps"])})
+    assert fraction == 0 and f"line {line_of(INDEX['eps'])}" in feedback and "NameError" in feedback
+    # the file stopped early
+    fraction, feedback = check(assignment, oracles, "eps_is_a_sensible_step", drop(base_events, "eps"), ending="sys_exit")
+    assert fraction == 0 and "stopped before assigning it" in feedback
+    # too large to read
+    fraction, feedback = check(assignment, oracles, "eps_is_a_sensible_step",
+                               replace(base_events, "eps", Opaque("too_large", "ndarray")))
+    assert fraction == 0 and "too large" in feedback
+
+
+def test_run_checks_reports_missing_names(assignment, oracles, base_events, variant_events):
+    results = results_by_id(assignment, oracles, drop(base_events, "hvp_remat"), variant_events)
+    assert results["hvp.remat_matches_plain"].score == 0
+    assert "`hvp_remat` is not defined" in results["hvp.remat_matches_plain"].feedback
+    assert results["hvp.plain_matches_oracle"].passed
+    results = results_by_id(assignment, oracles, replace(base_events, "cotangent", UNFINISHED), variant_events)
+    assert results["gradients.cotangent"].score == 0 and "still a TODO" in results["gradients.cotangent"].feedback
+
+
+def test_failure_only_in_variant_gets_label_and_hint(assignment, oracles, base_events, variant_events):
+    hard_coded = replace(variant_events, "cotangent", base_events[ORDER.index("cotangent")][2])
+    results = results_by_id(assignment, oracles, base_events, hard_coded)
+    result = results["gradients.cotangent"]
+    assert result.score == 0
+    description = assignment.scenarios["variant"].description
+    assert result.feedback.startswith(f"[variant run: {description}] ")
+    assert result.feedback.endswith("\n" + assignment.scenarios["variant"].failure_hint)
+    assert "follows a different seed" in result.feedback
+    # the others stay unlabelled
+    assert results["gradients.inputs"].passed and not results["gradients.inputs"].feedback.startswith("[")
+
+
+def test_a_method_that_fails_only_where_it_matters_is_labelled_with_the_variant(assignment, oracles, base_events,
+                                                                                variant_events):
+    """The exact slope for `automatic` is autodiff's number in the baseline; the variant's rules tell them apart."""
+    exact = single(oracles["variant"].gradient.sum())
+    baseline_exact = single(oracles["baseline"].gradient.sum())
+    results = results_by_id(assignment, oracles, replace(base_events, "automatic", baseline_exact),
+                            replace(variant_events, "automatic", exact))
+    result = results["directional.automatic"]
+    assert result.score == 0 and result.feedback.startswith("[variant run: ")
+    assert "is the exact directional derivative" in result.feedback
+
+
+def test_failure_in_both_scenarios_is_unlabelled(assignment, oracles, base_events, variant_events):
+    results = results_by_id(assignment, oracles, replace(base_events, "automatic", 0.0), replace(variant_events, "automatic", 0.0))
+    result = results["directional.automatic"]
+    assert result.score == 0 and not result.feedback.startswith("[") and "`automatic` = 0" in result.feedback
+
+
+def test_failure_only_in_baseline_is_labelled_without_the_variant_hint(assignment, oracles, base_events, variant_events):
+    results = results_by_id(assignment, oracles, replace(base_events, "automatic", 0.0), variant_events)
+    result = results["directional.automatic"]
+    assert result.score == 0 and result.feedback.startswith("[baseline run: your file as written")
+    assert "follows a different seed" not in result.feedback
+
+
+def test_combined_score_is_the_minimum_over_scenarios(assignment, oracles, base_events, variant_events):
+    spec = next(s for s in assignment.checks if s.id == "hvp.plain_matches_oracle")
+    snapshots = {"baseline": make_snapshot(oracles["baseline"], "baseline", base_events),
+                 "variant": make_snapshot(oracles["variant"], "variant", variant_events)}
+    result = _combine(assignment, spec, [("baseline", 1.0, "ok"), ("variant", 0.25, "partly")], snapshots, {})
+    assert result.score == pytest.approx(spec.points * 0.25) and result.feedback.startswith("[variant run")
+    result = _combine(assignment, spec, [("baseline", 0.5, "half"), ("variant", 0.75, "most")], snapshots, {})
+    assert result.score == pytest.approx(spec.points * 0.5) and "half" in result.feedback
+    result = _combine(assignment, spec, [("baseline", 1.0, "ok"), ("variant", 1.0, "fine")], snapshots, {})
+    assert result.score == spec.points and result.passed and result.feedback == "ok"
+
+
+def test_partial_results_are_clamped(assignment, oracles, base_events):
+    spec = next(s for s in assignment.checks if s.id == "directional.automatic")
+    run_view = view(assignment, make_snapshot(oracles["baseline"], "baseline", base_events))
+    for fraction, expected in ((0.4, 0.4), (1.7, 1.0), (-2.0, 0.0)):
+        got, note = evaluate(lambda run, oracle, settings, fraction=fraction: Partial(fraction, "some"), spec, run_view,
+                             None, assignment.settings)
+        assert got == expected and note == "some"
+    with pytest.raises(CheckBug, match="ZeroDivisionError") as bug:   # a bug in the check, not a student failure
+        evaluate(lambda run, oracle, settings: 1 / 0, spec, run_view, None, assignment.settings)
+    assert "Traceback" in bug.value.trace
 
 
 # ---- the grader's own faults are never the student's ---------------------------------------------------------

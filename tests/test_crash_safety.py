@@ -1,5 +1,6 @@
 """Killing `grader grade` with SIGKILL halfway, then running it again, finishes the batch without regrading
-what was done, leaves no torn file and no sandbox behind; `--regrade` grades everything again."""
+what was done, leaves no torn file and no sandbox behind (no process, cgroup or temporary folder of either grader
+once the second has finished: it removes what the killed one could not); `--regrade` grades everything again."""
 
 from __future__ import annotations
 
@@ -10,19 +11,35 @@ import signal
 import subprocess
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from leftovers import cgroups_of, temp_dirs_of
 from live_processes import processes_with
 
 import grader.config.assignment
 from grader.common.files import atomic_write, remove_torn_writes
+from grader.sandbox.process import shared_tree
 
 SLEEPER = "66.2718"   # every submission starts `sleep SLEEPER`: a sandbox that outlived its grader would show it
 
 
 def _grader(*args: str) -> list[str]:
     return [sys.executable, "-m", "grader.cli.main", *args]
+
+
+@dataclass
+class Finished:
+    returncode: int
+    stderr: str
+    pid: int
+
+
+def _finished(argv: list[str]) -> Finished:
+    process = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    _, stderr = process.communicate(timeout=300)
+    return Finished(process.returncode, stderr, process.pid)
 
 
 def _records(out: Path) -> dict[str, dict]:
@@ -58,9 +75,12 @@ def test_a_killed_batch_resumes_without_regrading_or_torn_files(tmp_path):
         time.sleep(0.1)
     assert processes_with(SLEEPER) == [], "a sandbox outlived the killed grader"
 
-    resumed = subprocess.run(_grader("grade", str(submissions), "--out", str(out), "--workers", "1"),
-                             capture_output=True, text=True, timeout=300)
+    if shared_tree() is not None:
+        assert cgroups_of(process.pid), "the killed grader left no cgroup: the check below would mean nothing"
+    resumed = _finished(_grader("grade", str(submissions), "--out", str(out), "--workers", "1"))
     assert resumed.returncode == 0, resumed.stderr
+    for pid in (process.pid, resumed.pid):
+        assert cgroups_of(pid) == [] and temp_dirs_of(pid) == [], f"grader {pid} left cgroups or temporary folders"
     reused = int(re.search(r"(\d+) unchanged since the last run", resumed.stderr).group(1))
     assert reused == len(done_before)
     after = _records(out)

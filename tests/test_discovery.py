@@ -51,9 +51,9 @@ def test_notebook_file(tmp_path):
     assert nb.problem is None
     assert "x = 1" in nb.source and "z = 3" in nb.source
     assert "# Title" not in nb.source
-    assert "# (IPython only, not run) %time y = 2" in nb.source
-    assert "# (IPython only, not run) !pip install jax" in nb.source
-    assert any("2 IPython" in note for note in nb.notes)
+    assert [cell.source for cell in nb.cells] == ["x = 1\ny = 2\n", "pass\nz = 3\n"]   # %time runs its statement
+    assert any("1 IPython-only line(s) did not run" in note and "`!pip install jax` (In [2], line 1)" in note
+               for note in nb.notes)
     compile(nb.source, "nb.py", "exec")
 
 
@@ -261,20 +261,20 @@ def test_load_single(tmp_path):
 
 # ---- notebooks ------------------------------------------------------------------------------------------
 
-def test_notebook_to_source_comments_magics_and_skips_markdown():
-    text = notebook(("markdown", "Intro"), ("code", "import numpy as np\n%matplotlib inline\n  !ls\n%%capture\nx = 1"),
-                    ("raw", "raw text"), ("code", ["y = 2\n", "z = x + y"]))
+def test_notebook_cells_are_numbered_as_jupyter_numbers_them_and_magics_go_through_ipython():
+    text = notebook(("markdown", "Intro"), ("code", "import numpy as np\n%matplotlib inline\n!ls\nx = 1"),
+                    ("code", ""), ("raw", "raw text"), ("markdown", "More"),
+                    ("code", ["y = 2\n", "z = x + y"]), ("code", "%%capture\nw = z * 2"))
     source, notes = notebook_to_source(text)
     assert "Intro" not in source and "raw text" not in source
-    assert "# (IPython only, not run) %matplotlib inline" in source
-    assert "# (IPython only, not run)   !ls" in source
-    assert "# (IPython only, not run) %%capture" in source
-    assert "import numpy as np" in source and "z = x + y" in source
-    assert source.index("# cell 2") < source.index("import numpy") < source.index("# cell 4") < source.index("y = 2")
-    assert notes == ["3 IPython magic or shell line(s) were not run."]
-    namespace = {}
+    assert source.index("# In [1]") < source.index("import numpy") < source.index("# In [2]") < source.index("y = 2")
+    assert "# In [3]" in source and "# In [4]" not in source      # markdown, raw and empty cells get no number
+    assert "%matplotlib" not in source and "!ls" not in source
+    assert notes == ["2 IPython-only line(s) did not run when graded (shell commands, help lines and most magics have "
+                     "no effect there): `%matplotlib inline` (In [1], line 2), `!ls` (In [1], line 3)."]
+    namespace: dict = {}
     exec(compile(source.replace("import numpy as np", ""), "nb", "exec"), namespace)
-    assert namespace["z"] == 3
+    assert namespace["z"] == 3 and namespace["w"] == 6            # %%capture runs its body, as in Jupyter
 
 
 def test_notebook_without_magics_has_no_notes():

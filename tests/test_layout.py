@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 PACKAGE = Path(__file__).resolve().parent.parent / "grader"
-STAGES = ["common", "model", "config", "intake", "sandbox", "runs", "api", "grading", "lms", "outputs",
+STAGES = ["common", "model", "config", "intake", "sandbox", "runs", "api", "grading", "similarity", "lms", "outputs",
           "authoring", "student", "cli"]
 MAX_LINES = 420
 

@@ -15,15 +15,14 @@ differently) and with a folder's own name written as <folder> (Gradescope calls 
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
 import sys
-import zipfile
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
+from lms_paths import gradescope_run, otter_run
 from seeded_zip import SEED, with_seed  # noqa: E402
 
 from grader.cli.batch import grade_folder
@@ -32,7 +31,6 @@ from grader.lms.autograder_zip import PLUGIN_NAME, write_autograder_zip
 from grader.model.verdicts import ISOLATION_PREFIX
 
 CORPUS = Path(__file__).parent / "assignments" / "performance-05" / "corpus"
-OTTER = Path(sys.executable).with_name("otter")
 CASES = [
     "reference.py", "restructured.py", "notebook_reference.ipynb", "notebook_helpers_ordereddict.ipynb",
     "gradescope_layout", "gradescope_extra_file", "gradescope_folder_hvp_remat_from_plain", "two_files",
@@ -47,38 +45,6 @@ CASES = [
     "panel_no_compiler_memory_analysis.py", "rebind_x_loop_over_times.py", "rng_generator_pcg64_seed_keyword.py",
     "patched_jax_grad_transposed_remat.py", "notebook_hvp_plain_differentiates_remat.ipynb",
 ]
-
-
-def otter_run(zip_path: Path, entry: Path, work: Path) -> dict:
-    """`otter run -a ZIP FILE`; a folder is handed over as a zip of its contents, as otter takes folders."""
-    work.mkdir(parents=True)
-    submission = entry
-    if entry.is_dir():
-        submission = work / f"{entry.name}.zip"
-        with zipfile.ZipFile(submission, "w") as archive:
-            for path in sorted(entry.rglob("*")):
-                if path.is_file():
-                    archive.write(path, path.relative_to(entry).as_posix())
-    env = {**os.environ, "PATH": f"{OTTER.parent}{os.pathsep}{os.environ.get('PATH', '')}"}   # $GRADER_CACHE_DIR too
-    subprocess.run([str(OTTER), "run", "-a", str(zip_path), str(submission), "--no-logo"], cwd=work, env=env,
-                   capture_output=True, text=True, timeout=900)
-    return json.loads((work / "results.json").read_text())
-
-
-def gradescope_run(zip_path: Path, entry: Path, work: Path) -> dict:
-    """Gradescope's `/autograder` layout in a folder: source/ (the zip), submission/ (the files), results/."""
-    for name in ("source", "submission", "results"):
-        (work / name).mkdir(parents=True)
-    with zipfile.ZipFile(zip_path) as archive:
-        archive.extractall(work / "source")
-    if entry.is_dir():
-        shutil.copytree(entry, work / "submission", dirs_exist_ok=True)
-    else:
-        shutil.copy(entry, work / "submission" / entry.name)
-    (work / "submission_metadata.json").write_text("{}")
-    subprocess.run([sys.executable, "-m", "grader.lms.otter_runner", "gradescope", str(work)], cwd="/",
-                   capture_output=True, text=True, timeout=900)
-    return json.loads((work / "results" / "results.json").read_text())
 
 
 @pytest.fixture(scope="module")
@@ -97,8 +63,8 @@ def paths(tmp_path_factory):
 
     def both(case: str) -> tuple[str, dict, dict]:
         entry = submissions / case
-        return (case, otter_run(zip_path, entry, work / "otter" / case),
-                gradescope_run(zip_path, entry, work / "gradescope" / case))
+        return (case, otter_run(zip_path, entry, work / "otter" / case).results,
+                gradescope_run(zip_path, entry, work / "gradescope" / case).results)
 
     with ThreadPoolExecutor(max_workers=2) as pool:
         runs = {case: (otter, gradescope) for case, otter, gradescope in pool.map(both, CASES)}

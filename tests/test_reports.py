@@ -50,20 +50,22 @@ def graded(tmp_path_factory, assignment):
                                        progress=lambda line: None)
     records = {r["submission"]: r for r in result.records}
     assert set(records) == set(CASES)
-    reference_figures = _reference_figures(assignment, out, records["reference"])
+    reference_figures = _reference_figures(assignment, out, records["reference"], 4242)
     run_info = {"variant_seed": result.variant_seed, "seconds": result.seconds,
                 "environment": records["reference"]["environment"]}
     return {"records": records, "reference_figures": reference_figures, "run_info": run_info, "root": root}
 
 
-def _reference_figures(assignment, out: Path, reference_record: dict) -> dict:
-    """The reference solution's figures: measured by the grader when it can, else the reference record's own."""
+def _reference_figures(assignment, out: Path, reference_record: dict, batch_seed: int) -> dict:
+    """The reference solution's figures in the batch's worlds (its seeds and batch seed, which a scenario's changes
+    derive from): measured by the grader when it can, else the reference record's own."""
     try:
         from grader.grading.reference import reference_figures
     except ImportError:
         reference_figures = None
     if reference_figures is not None:
-        figures = reference_figures(assignment, seeds=grader.cli.batch.seed_map(assignment, 4242))   # as graded
+        seeds = grader.cli.batch.seed_map(assignment, batch_seed)   # as graded, from the session's warm state
+        figures = reference_figures(assignment, seeds=seeds, batch_seed=batch_seed)
         if figures:
             return figures
     return reference_record.get("figures") or {}
@@ -220,8 +222,9 @@ def test_hidden_checks_are_left_out_of_the_student_page(pages):
     page = pages["student"]["hidden-check"]
     assert HIDDEN not in page
     hidden_id = pages["records"]["hidden-check"]["checks"][0]["id"]
-    assert f'id="check-{hidden_id}"' not in page
+    assert f'id="check-{hidden_id}"' not in page and hidden_id not in page
     assert 'id="check-runs.reached_end"' in page  # the rest is there
+    assert "a hidden check" in page and "A hidden check passed; its details are not shown." in page   # counted
 
 
 def test_student_text_is_escaped_everywhere(pages):

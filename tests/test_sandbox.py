@@ -13,6 +13,7 @@ import math
 import os
 import signal
 import textwrap
+import threading
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -96,9 +97,10 @@ def test_values_are_streamed_per_statement_and_decoded():
     assert v["l"] == [1, 2.0, "x", None, True] and type(v["l"]) is list
     assert v["t"] == (1, 2)
     assert v["m"] == {"k": [1, 2], "3": "three"}
-    assert type(v["arr"]) is np.ndarray and v["arr"].dtype == np.float64 and v["arr"].shape == (2, 3)
+    # arrays keep their own dtype (an int8 array stays 1 byte an element on the grader's side too)
+    assert type(v["arr"]) is np.ndarray and v["arr"].dtype == np.float32 and v["arr"].shape == (2, 3)
     assert np.array_equal(v["arr"], np.arange(6).reshape(2, 3))
-    assert type(v["ints"]) is np.ndarray and v["ints"].dtype == np.float64 and v["ints"].tolist() == [1, 2, 3]
+    assert type(v["ints"]) is np.ndarray and v["ints"].dtype == np.int64 and v["ints"].tolist() == [1, 2, 3]
     assert np.asarray(v["scalar"]).size == 1 and np.asarray(v["scalar"]).item() == 0.25
     assert isinstance(v["f"], Opaque) and v["f"].kind == "callable"
     assert isinstance(v["e"], Opaque) and v["e"].kind == "todo"
@@ -234,6 +236,32 @@ def test_infinite_loop_is_interrupted_at_the_soft_limit_and_the_file_goes_on():
     assert elapsed < FAST.soft_seconds + 3 * FAST.statement_grace_seconds + 2
 
 
+def test_a_caught_soft_limit_is_raised_again_until_the_statement_is_left():
+    """`except BaseException` around a runaway loop, then more looping in the handler (or in a `finally`): the
+    interrupt comes back, so the statement ends at the soft limit plus a moment, and the file goes on."""
+    started = time.monotonic()
+    snap, _ = run("""
+        try:
+            while True:
+                pass
+        except BaseException:
+            caught = 'once'
+            while True:
+                pass
+        try:
+            while True:
+                pass
+        finally:
+            while True:
+                pass
+        after = 2
+    """, ["caught", "after"], limits=EXACT)
+    elapsed = time.monotonic() - started
+    assert snap.values == {"caught": "once", "after": 2}
+    assert statement_at(snap, 1).status == "timeout" and statement_at(snap, 8).status == "timeout"
+    assert snap.ending == "completed" and elapsed < FAST.soft_seconds + 2 * FAST.statement_grace_seconds + 3
+
+
 def test_loop_that_ignores_sigalrm_is_killed_at_the_wall_limit():
     limits = replace(EXACT, wall_seconds=3, soft_seconds=1, output_keep_bytes=4096)
     started = time.monotonic()
@@ -332,7 +360,7 @@ def test_syntax_error_late_in_the_file_runs_the_prefix():
     assert snap.syntax_error["line"] in (4, 5)
     assert "SyntaxError" in snap.syntax_error["message"]
     assert snap.values == {"a": 1, "b": 2}
-    assert snap.ending == "completed"
+    assert snap.ending == "syntax_error"   # a script stops at its syntax error (the prefix ran)
 
 
 def test_syntax_error_on_the_first_line_runs_nothing():
@@ -508,6 +536,46 @@ def test_scenario_setup_runs_before_the_student_file():
     assert snap.values["other"] == int(np.random.default_rng(5).integers(1 << 30))
 
 
+LIBRARY_NAMED_FILE = """
+    import os
+    if __name__ != "__main__":   # imported as a library module: forge the grader's set-up report
+        os.write(4, b'{"setup": "failed", "message": "OSError: No space left on device"}\\n')
+        raise ImportError("imported by the grader")
+    import importlib.util
+    ran_as = __name__
+    with open(__file__, encoding="utf-8") as own:
+        own_lines = len(own.read().splitlines())
+    importable = importlib.util.find_spec("lazymod") is not None
+"""
+
+
+def test_the_submission_is_not_importable_while_the_grader_sets_up():
+    """JAX, NumPy and the standard library import modules lazily during the harness's set-up: a file named like one
+    must not run then (the control pipe is open), however it is named; it runs once, as __main__, afterwards."""
+    source = textwrap.dedent(LIBRARY_NAMED_FILE).lstrip("\n")
+    limits = FAST
+    lazy = new_job(source, "lazymod.py", ["ran_as", "own_lines", "importable"], limits,
+                   setup_source="def import_like_a_library(name):\n    try:\n        __import__(name)\n"
+                                "    except ImportError:\n        pass\n",
+                   setup_calls=[("import_like_a_library", {"name": "lazymod"})], data=source.encode())
+    raw = RUNNER["run_job"](lazy, limits)
+    snap = build_snapshot(raw, "baseline", 18)
+    assert raw.setup_ok and snap.setup_error is None, raw.setup
+    assert snap.values == {"ran_as": "__main__", "own_lines": len(source.splitlines()), "importable": False}
+
+
+@pytest.mark.parametrize("name", ["copy.py", "numpy.py", "lazymod.py"])
+def test_a_file_named_like_a_module_is_never_that_module(name):
+    """An honest `copy.py` (or `numpy.py`) is graded as it would be under the assignment's name: an import of that
+    name, by the file itself or by a library it calls, finds the real module (or none), never the submission."""
+    source = ("import copy, importlib.machinery, os\n"
+              f"spec = importlib.machinery.PathFinder.find_spec({name[:-3]!r})\n"
+              "mine = spec is not None and os.path.realpath(spec.origin) == os.path.realpath(__file__)\n"
+              "same = copy.deepcopy([1, [2]])\n")
+    raw = RUNNER["run_job"](new_job(source, name, ["mine", "same"], FAST, data=source.encode()), FAST)
+    assert build_snapshot(raw, "baseline", 18).values == {"mine": False, "same": [1, [2]]}
+
+
 def test_setup_failure_is_reported():
     snap, _ = run("a = 1\n", ["a"], setup_source="def broken(**_):\n    raise RuntimeError('no')\n",
                   setup_calls=[("broken", {})])
@@ -613,7 +681,54 @@ def test_a_dead_fork_server_costs_the_student_nothing():
         assert server.generation == first + 1 and server._current.process.poll() is None, "the server was not restarted"
 
 
-def test_the_syscall_filter_refuses_namespaces_mounts_and_the_keyring():
+IO_SETUP = {"x86_64": 206, "aarch64": 0}.get(os.uname().machine, 206)   # the test's machines: x86_64, arm64
+
+
+def test_a_replacement_server_outlives_the_thread_that_found_the_old_one_dead(runner):
+    """A worker thread finds the server dead and a new one is started; that thread then ends (its submission is
+    done). bwrap's parent-death signal follows the thread that started it: the new server must not die with it."""
+    if runner != "fork server":
+        pytest.skip("about the fork server alone")
+    with ForkServer() as server:
+        server._current.process.kill()
+        server._current.process.wait()
+        found: list = []
+        worker = threading.Thread(target=lambda: found.append(server.run_job(job("a = 1\n", ["a"]), FAST)))
+        worker.start()
+        worker.join()
+        assert build_snapshot(found[0], "baseline", 18).values == {"a": 1}
+        time.sleep(1.0)   # long enough for a parent-death signal to land
+        assert server._current.process.poll() is None, "the new server died with the worker thread that started it"
+        later = build_snapshot(server.run_job(job("b = 2\n", ["b"]), FAST), "baseline", 18)
+        assert later.values == {"b": 2} and server.launches == 2
+
+
+def test_a_run_that_closes_its_pipes_and_dies_slowly_ends_at_its_limit_and_costs_no_restart(runner):
+    """Closing stdout, stderr and the data channel and then lingering past the wall limit is a run that ended at its
+    limit, on either runner; for the fork server it is not a server that failed: no restart, no second try, no
+    fresh interpreter."""
+    limits = replace(EXACT, wall_seconds=3, soft_seconds=1)
+    lingering = job("""
+        import os, signal, time
+        kept = 1
+        for fd in (1, 2, 3):
+            os.close(fd)
+        signal.signal(signal.SIGALRM, signal.SIG_IGN)
+        time.sleep(60)
+    """, ["kept"])
+    if runner == "fork server":
+        with ForkServer() as server:
+            raw = server.run_job(lingering, limits)
+            assert server.launches == 1, "the run caused a restart"
+        assert "fork server" in raw.isolation, "the run was tried again in a fresh interpreter"
+    else:
+        raw = run_job(lingering, limits)
+    snap = build_snapshot(raw, "baseline", 18)
+    assert raw.setup_ok and snap.values == {"kept": 1}
+    assert snap.ending == "killed_wall" and limits.wall_seconds <= raw.seconds < limits.wall_seconds + 5
+
+
+def test_the_syscall_filter_refuses_namespaces_mounts_the_keyring_and_host_pools():
     from grader.sandbox.seccomp import filter_program
 
     snap, _ = run("""
@@ -624,15 +739,17 @@ def test_the_syscall_filter_refuses_namespaces_mounts_and_the_keyring():
         userns = errno_of(libc.unshare(0x10000000))
         mounted = errno_of(libc.mount(b"none", b"/tmp", b"tmpfs", 0, None))
         keyring = errno_of(libc.syscall(250, 0, 0))
+        context = ctypes.c_ulong(0)   # io_setup: a slot of the host-wide AIO pool (fs.aio-max-nr)
+        aio = errno_of(libc.syscall(IO_SETUP, 1, ctypes.byref(context)))
         import threading, subprocess
         t = threading.Thread(target=lambda: None); t.start(); t.join()
         child = subprocess.run(["true"]).returncode
-    """, ["userns", "mounted", "keyring", "child"])
+    """.replace("IO_SETUP", str(IO_SETUP)), ["userns", "mounted", "keyring", "aio", "child"])
     assert snap.values["child"] == 0                                               # threads and processes still work
     if filter_program() is None:   # without libseccomp the grader still runs, and says so in every record
         assert "no syscall filter" in snap.isolation
         return
-    assert [snap.values[n] for n in ("userns", "mounted", "keyring")] == [1, 1, 1]   # EPERM
+    assert [snap.values[n] for n in ("userns", "mounted", "keyring", "aio")] == [1, 1, 1, 1]   # EPERM
     assert "a syscall filter" in snap.isolation
 
 

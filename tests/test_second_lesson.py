@@ -16,6 +16,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -24,7 +25,6 @@ import grader.cli.main
 import grader.student.session
 from grader import PACKAGE_DIR
 from grader.authoring.new_lesson import new_lesson
-from grader.lms.otter_runner import install_hook
 
 TINY = Path(__file__).with_name("fixtures") / "tiny_project"
 OTTER = Path(sys.executable).with_name("otter")
@@ -87,13 +87,10 @@ def otter_results(project, graded) -> dict[str, dict]:
     build = project / "build-out"
     assert grader.cli.main.main(["build", "tiny", "--root", str(project), "--out", str(build)]) == 0
     zip_path = build / "tiny-autograder.zip"
-    # otter finds our runner through the import hook scripts/install puts in site-packages; this checkout's own
-    # hook goes first on the path, so a hook left there by an older install cannot stand in for it.
-    (project / "hook").mkdir()
-    hook = install_hook(project / "hook").parent
-    python_path = os.pathsep.join(filter(None, [str(hook), os.environ.get("PYTHONPATH", "")]))
-    env = {**os.environ, "PATH": f"{OTTER.parent}{os.pathsep}{os.environ.get('PATH', '')}",
-           "PYTHONPATH": python_path}   # and $GRADER_CACHE_DIR: the batch's warm state
+    # otter finds our runner through the import hook that `pip install` of the package put in site-packages
+    # (setup.py): nothing is installed here, as an instructor installs nothing but the package.
+    # The environment holds $GRADER_CACHE_DIR: otter finds the batch's warm state.
+    env = {**os.environ, "PATH": f"{OTTER.parent}{os.pathsep}{os.environ.get('PATH', '')}"}
     results = {}
     for name in SUBMISSIONS:
         folder = project / "otter" / name
@@ -147,6 +144,10 @@ def test_a_new_lesson_builds_and_grades_its_solution_at_full_marks(tmp_path, cap
         "assignment.toml", "checks.py", "oracle.py", "scenario_setup.py"]
     solution = (tmp_path / "solutions" / "demo.py").read_text()
     assert "# BEGIN EXERCISE gradient" in solution and "# END EXERCISE gradient" in solution
+    config = tomllib.loads((tmp_path / "assignments" / "demo" / "assignment.toml").read_text())
+    assert all(check["visibility"] == "visible" for check in config["checks"])      # shown, so an author sees it
+    toml_text = (tmp_path / "assignments" / "demo" / "assignment.toml").read_text()
+    assert "# [evidence]" in toml_text and '"hidden"' in toml_text
     assert grader.cli.main.main(["build", "demo", "--root", str(tmp_path)]) == 0
     starter = (tmp_path / "student_templates" / "demo.py").read_text()
     assert "gradient = ...  # TODO: compute gradient" in starter and "jax.grad(loss)(x)" not in starter
@@ -180,7 +181,8 @@ def test_new_refuses_to_overwrite_a_lesson_or_take_a_bad_name(tmp_path, capsys):
     assert sorted(p.name for p in (tmp_path / "assignments").iterdir()) == ["demo"]
 
 
-@pytest.mark.parametrize("argv", [["grade", "{root}/submissions"], ["check", "{root}/submissions/a.py"], ["build"]])
+@pytest.mark.parametrize("argv", [["grade", "{root}/submissions"], ["check", "{root}/submissions/a.py"], ["build"],
+                                  ["validate"]])
 def test_commands_refuse_to_guess_between_several_assignments(tmp_path, capsys, argv):
     for lesson in ("alpha", "beta"):
         new_lesson(lesson, tmp_path)
@@ -190,7 +192,8 @@ def test_commands_refuse_to_guess_between_several_assignments(tmp_path, capsys, 
     assert grader.cli.main.main(args) == 2
     error = capsys.readouterr().err
     assert "several assignments" in error and "alpha" in error and "beta" in error
-    assert ("grader build ID" if argv[0] == "build" else "--assignment ID") in error
+    assert {"build": "grader build ID", "validate": "grader validate ID"}.get(argv[0], "--assignment ID") in error
+    assert "Traceback" not in error
     assert not (tmp_path / "results").exists() and not (tmp_path / "build").exists()
 
 
@@ -198,3 +201,16 @@ def test_commands_on_a_project_without_assignments_say_how_to_make_one(tmp_path,
     (tmp_path / "assignments").mkdir()
     assert grader.cli.main.main(["build", "--root", str(tmp_path)]) == 2
     assert "grader new" in capsys.readouterr().err
+
+
+def test_validate_checks_what_build_needs(tmp_path, capsys):
+    """A solution whose exercise region lost its END marker still grades at full marks, but `grader build` cannot
+    make its starter: validate must say so (exit 1), naming the region."""
+    root = tmp_path / "project"
+    shutil.copytree(TINY, root)
+    solution = root / "solutions" / "tiny.py"
+    solution.write_text(solution.read_text().replace("# END EXERCISE area\n", ""))
+    assert grader.cli.main.main(["validate", "tiny", "--root", str(root)]) == 1
+    error = capsys.readouterr().err
+    assert "`grader build` would fail making the starters" in error and "has no END EXERCISE area" in error
+    assert grader.cli.main.main(["build", "tiny", "--root", str(root), "--out", str(tmp_path / "out")]) == 2

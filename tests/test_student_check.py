@@ -83,3 +83,14 @@ def test_checkout_without_solutions_says_so_instead_of_crashing(tmp_path):
                           env={**os.environ, "PYTHONPATH": str(ROOT)}, capture_output=True, text=True, timeout=300, check=False)
     assert done.returncode == 2 and "Traceback" not in done.stderr
     assert "student bundle" in done.stderr
+
+
+def test_the_notebook_check_result_shows_one_line_under_its_table():
+    """Jupyter displays a cell's last value: `check()` returns its result, so its repr must not be the whole record."""
+    from grader.student.session import StudentCheck
+
+    checks = [{"id": f"group.check_{n}", "group": "group", "score": 1.0, "max_score": 2.0, "visibility": "visible",
+               "feedback": "A long explanation of what was compared. " * 20} for n in range(21)]
+    result = StudentCheck(file="/home/me/performance-05.ipynb", assignment="a", title="T", status="graded", score=21.0,
+                          max_score=42.0, checks=checks, groups={}, messages=["note"] * 5, environment={})
+    assert repr(result) == "StudentCheck(performance-05.ipynb: 21 / 42 over 21 visible checks)"

@@ -79,7 +79,7 @@ def test_fresh_virtualenv_notebook_and_terminal_checks(tmp_path):
     html = "".join(o.get("data", {}).get("text/html", "") for o in outputs if o.get("output_type") == "display_data")
     assert f"SCORE 25.0 100.0 True {work / 'performance-05.ipynb'}" in text, text
     assert "GROUP 10.0 10.0" in text, text
-    assert "checked <code>" in html and "25 / 100" in html and "cell " in html     # feedback cites notebook cells
+    assert "checked <code>" in html and "25 / 100" in html and "In [" in html     # cells cited as Jupyter shows them
 
     grader = str(venv / "bin" / "grader")
     shutil.copy(ROOT / "student_templates" / "performance-05.py", work / "performance-05.py")

@@ -7,8 +7,12 @@ the reference solution followed by its own lines (a correct file that turns host
 `__LISTENER_PORT__` is replaced by the port of a TCP listener this test opens on the host's loopback.
 
 Beyond per-case scores, the batch as a whole must leave no trace: no file outside the sandbox created or changed
-(the threats name everything they write `pwned*` or append `pwned`), no process left behind, no connection
-received, and every result written by the grader, never by a student.
+(the threats name everything they write `pwned*` or append `pwned`), no process, cgroup, mount or temporary folder
+left behind, no connection received, and every result written by the grader, never by a student. No run may cost
+a fork server restart or a second try in a fresh interpreter: the server is started once per batch. No threat earns
+an excuse or fails its record, the grading process stays under 1.5 GiB (its VmHWM over the batch; `# copies: N`
+grades N copies of a case side by side), and run text stays inert in every output. Some threats also go through the
+LMS path (`otter run` and Gradescope's entry point), which must agree with the batch.
 """
 
 from __future__ import annotations
@@ -38,11 +42,19 @@ from case_expectations import (
     shape_problems,
     summary,
 )
+from leftovers import mounts, run_groups, temp_dirs_of
 from live_processes import processes_with
+from lms_paths import gradescope_run, otter_run
+from seeded_zip import SEED, with_seed
+from test_markdown_inert import RENDERERS, inert_problems
+from test_paths_agree import messages, output_messages
 
 import grader.cli.batch
 import grader.config.assignment
-from grader.intake.discovery import entry_id
+from grader.intake.discovery import entry_id, safe_filename
+from grader.lms.autograder_zip import write_autograder_zip
+from grader.outputs.results_folder import OWNER_FILE
+from grader.sandbox.fork_server import ForkServer
 from grader.sandbox.isolation import Bubblewrap, strongest_available
 from grader.sandbox.process import shared_tree
 from grader.sandbox.seccomp import filter_program
@@ -50,6 +62,7 @@ from grader.sandbox.seccomp import filter_program
 THREATS = case_folders("threats")     # assignment id -> its threats folder
 PREPEND = "# prepend: solution"
 FILE_NAME = "# file-name: "          # a header line: the bytes literal of the name the case is saved under
+COPIES = "# copies: "                # a header line: grade N copies of the case side by side (the first is checked)
 LEFTOVER_TOKENS = ("63.1415", "64.1414")       # command lines of processes the threats start
 MARKER = "pwned"
 
@@ -89,6 +102,7 @@ def _marked_files(roots: list[Path], since: float) -> list[str]:
 @dataclass
 class Batch:
     folder: Path
+    submissions: Path
     records: dict[str, dict]
     out: Path
     groups: list[str]
@@ -101,6 +115,10 @@ class Batch:
     grader_peak_bytes: int
     variant_seed: int
     entries: int
+    launches: int                 # fork server generations started during the batch (1: no restart)
+    run_groups_left: list[Path]   # run cgroups still there after the batch
+    temp_dirs_left: list[Path]    # this grader's temporary folders still there after the batch
+    mounts_added: set[str]        # mounts on the host that were not there before the batch
 
 
 def file_name(text: str) -> bytes | None:
@@ -110,6 +128,30 @@ def file_name(text: str) -> bytes | None:
             assert isinstance(value, bytes)
             return value
     return None
+
+
+def copies(text: str) -> int:
+    return next((int(line[len(COPIES):]) for line in text.splitlines()[:3] if line.startswith(COPIES)), 1)
+
+
+def reset_peak_memory() -> bool:
+    """Start this process's peak resident size (VmHWM) afresh, so the batch is measured, not earlier tests."""
+    try:
+        with open("/proc/self/clear_refs", "w") as stream:
+            stream.write("5")
+        return True
+    except OSError:
+        return False
+
+
+def peak_memory(reset: bool) -> int:
+    """Bytes: VmHWM since the reset (else the process's lifetime peak, an upper bound)."""
+    if reset:
+        with open("/proc/self/status") as stream:
+            for line in stream:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) * 1024
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 
 
 @pytest.fixture(scope="module")
@@ -133,17 +175,33 @@ def grade_threats(assignment_id: str, tmp_path_factory: pytest.TempPathFactory) 
     for case in case_names(threats):
         text = (threats / f"{case}.py").read_text(encoding="utf-8").replace("__LISTENER_PORT__", str(port))
         name = file_name(text) or f"{case}.py".encode()
+        extra = copies(text)
         if text.startswith(PREPEND):
             text = solution + "\n" + text
         with open(os.path.join(os.fsencode(submissions), name), "wb") as stream:
             stream.write(text.encode("utf-8"))
+        for number in range(2, extra + 1):
+            (submissions / f"{case}_copy{number}.py").write_text(text, encoding="utf-8")
         expected = tomllib.loads((threats / f"{case}{EXPECTED}").read_text(encoding="utf-8"))
         ids[case] = expected.get("submission") or entry_id(os.fsdecode(name))
     before = _tree_digest(submissions)
     started = time.time()
-    result = grader.cli.batch.grade_folder(assignment, submissions, out, workers=2, regrade=True)
+    mounted = mounts()
+    launches: list[int] = []
+    launch = ForkServer._launch
+
+    def counted(server: ForkServer):
+        launches.append(1)
+        return launch(server)
+
+    reset = reset_peak_memory()
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(ForkServer, "_launch", counted)
+        result = grader.cli.batch.grade_folder(assignment, submissions, out, workers=2, regrade=True, variant_seed=SEED)
     seconds = time.time() - started
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    tree = shared_tree()
+    groups_left = run_groups(sorted(set(tree.batch.values()))) if tree is not None else []
+    peak = peak_memory(reset)
     time.sleep(4)  # the daemon threat wakes after 3 s: give it the chance to act if it survived
     readable, _, _ = select.select([listener], [], [], 0)
     connections = len(readable)
@@ -161,10 +219,12 @@ def grade_threats(assignment_id: str, tmp_path_factory: pytest.TempPathFactory) 
             os.kill(pid, 9)
         except OSError:
             pass
-    return Batch(folder=threats, records=records, out=out, groups=list(assignment.groups), check_ids={c.id for c in assignment.checks},
+    return Batch(folder=threats, submissions=submissions, records=records, out=out, groups=list(assignment.groups), check_ids={c.id for c in assignment.checks},
                  marked=_marked_files(roots, started - 1), leftovers=leftovers, connections=connections,
                  submissions_unchanged=_tree_digest(submissions) == before, seconds=seconds,
-                 grader_peak_bytes=peak, variant_seed=result.variant_seed, entries=len(ids))
+                 grader_peak_bytes=peak, variant_seed=result.variant_seed, entries=len(ids), launches=len(launches),
+                 run_groups_left=groups_left, temp_dirs_left=temp_dirs_of(os.getpid()),
+                 mounts_added=mounts() - mounted)
 
 
 CASES = [pytest.param(assignment_id, case, id=f"{assignment_id}/{case}")
@@ -207,7 +267,7 @@ def test_nothing_outside_the_sandbox_was_written(batch: Batch) -> None:
 def test_only_the_grader_writes_results(batch: Batch) -> None:
     for path in batch.out.rglob("*"):
         if path.is_file():
-            assert MARKER not in path.name and not path.name.startswith(".") or ".grader-cache" in path.parts, path
+            assert MARKER not in path.name and (not path.name.startswith(".") or path.name == OWNER_FILE), path
             if path.suffix == ".json":
                 json.loads(path.read_text(encoding="utf-8"))  # every one whole, none torn
     for case, record in batch.records.items():
@@ -218,6 +278,24 @@ def test_only_the_grader_writes_results(batch: Batch) -> None:
 @pytest.mark.slow
 def test_no_process_outlives_grading(batch: Batch) -> None:
     assert batch.leftovers == []
+
+
+@pytest.mark.slow
+def test_no_cgroup_mount_or_temporary_folder_outlives_its_run(batch: Batch) -> None:
+    assert batch.run_groups_left == []
+    assert batch.temp_dirs_left == []
+    assert batch.mounts_added == set()
+
+
+@pytest.mark.slow
+def test_no_run_caused_a_restart_or_a_second_try(batch: Batch) -> None:
+    """One fork server for the whole batch, and every graded run was its run (a retry in a fresh interpreter would
+    name another isolation)."""
+    assert batch.launches == 1, f"the fork server was started {batch.launches} times"
+    for case, record in batch.records.items():
+        if record["status"] == "graded":
+            used = next(m for m in record["messages"] if m.startswith("Isolation used:"))
+            assert "fork server" in used and used.count("bubblewrap") == 1, (case, used)
 
 
 @pytest.mark.slow
@@ -278,6 +356,27 @@ def test_a_printed_fence_stays_inside_the_feedback_files_fence(assignment_id: st
     assert output.count(fence) == 2, "the output fence was closed early"
 
 
+def allowance_problems(attack: dict, control: dict, margin: float = 10.0) -> list[str]:
+    """Where a run that queues behind its own processes was allowed more time for waiting than an honest runaway
+    loop graded beside it (one process that wants a CPU all the time). Both wait alike for the machine's other work,
+    and the loop wants more CPU than the attack: if the attack is allowed more, waiting it caused itself was counted
+    (the old measure, its processes' waits added up, gave it the whole cap while the loop beside it got little)."""
+    problems = []
+    for scenario, run in attack["runs"].items():
+        mine, theirs = run["cpu_wait_allowance_seconds"], control["runs"][scenario]["cpu_wait_allowance_seconds"]
+        if mine > theirs + margin:
+            problems.append(f"{scenario}: allowed {mine:g} s for waiting, the runaway loop beside it {theirs:g} s")
+    return problems
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("assignment_id", having("self_queueing"))
+def test_a_run_queueing_behind_its_own_processes_earns_no_extra_time(assignment_id: str, batches) -> None:
+    batch = batches(assignment_id)
+    problems = allowance_problems(batch.records["self_queueing"], batch.records["self_queueing_control"])
+    assert not problems, problems
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("assignment_id", having("peeks_at_neighbours"))
 def test_the_batch_seed_is_nowhere_a_run_can_see(assignment_id: str, batches) -> None:
@@ -299,3 +398,68 @@ def test_every_threat_case_is_well_formed(assignment_id: str) -> None:
         expected = tomllib.loads((folder / f"{case}{EXPECTED}").read_text(encoding="utf-8"))
         problems += shape_problems(case, expected, list(assignment.groups), {c.id for c in assignment.checks})
     assert case_names(folder) and not problems, "\n".join(problems)
+
+
+@pytest.mark.slow
+def test_no_threat_makes_a_check_or_the_grader_fail(batch: Batch) -> None:
+    """No value a run sends earns an excuse or fails the record: every check answered with a verdict."""
+    for case, record in batch.records.items():
+        assert not record.get("grader_error"), (case, record.get("grader_error"))
+        assert not record.get("check_errors"), (case, record.get("check_errors"))
+        excused = [c["id"] for c in record["checks"] if c["feedback"].startswith("Not held against you")]
+        assert not excused or record.get("grader_faults"), (case, excused)
+
+
+INERT_CASES = ("markdown_injection", "name_newline_heading")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("assignment_id, case", [(a, c) for c in INERT_CASES for a in having(c)])
+def test_run_text_stays_inert_in_every_output(assignment_id: str, case: str, batches) -> None:
+    """Rendered by real Markdown renderers, the feedback file and the Gradescope outputs hold only the grader's own
+    structure; the HTML page holds no link or image of the run's."""
+    batch = batches(assignment_id)
+    name = safe_filename(batch.records[case]["submission"])
+    feedback = (batch.out / f"{name}.feedback.md").read_text(encoding="utf-8")
+    results = json.loads((batch.out / "gradescope" / f"{name}.json").read_text(encoding="utf-8"))
+    page = (batch.out / f"{name}.feedback.html").read_text(encoding="utf-8")
+    for render in RENDERERS.values():
+        assert inert_problems(render(feedback), headings={"h1": 1, "h2": len(batch.groups) + 2}, tables=1) == []
+        for test in results["tests"]:
+            assert inert_problems(render(test["output"])) == [], test["name"]
+    assert 'href="http' not in page and 'src="http' not in page and "<b onmouseover" not in page
+
+
+# ---- the LMS path: `otter run` and Gradescope's entry point on some of the same threats -------------------------
+
+LMS_CASES = ("forged_huge_numbers", "markdown_injection", "memory_channel_scalars")
+
+
+@pytest.fixture(scope="module")
+def lms_zip(tmp_path_factory) -> Path:
+    work = tmp_path_factory.mktemp("threats-lms")
+    assignment = grader.config.assignment.load("performance-05")
+    return with_seed(write_autograder_zip(assignment, work / "build"), work / "seeded.zip")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("case", [c for c in LMS_CASES if "performance-05" in having(c)])
+def test_a_threat_grades_alike_on_the_lms_paths(case: str, batches, lms_zip: Path, tmp_path: Path) -> None:
+    """The same file, as Gradescope and `otter run` get it: the same scores and notes as the batch, outputs that stay
+    inert, and the grading process within its memory."""
+    batch = batches("performance-05")
+    record = batch.records[case]
+    entry = tmp_path / "entry" / "performance-05.py"        # the name the assignment asks for, as a student submits
+    entry.parent.mkdir()
+    entry.write_bytes((batch.submissions / f"{case}.py").read_bytes())
+    peak = tmp_path / "peak"
+    gradescope = gradescope_run(lms_zip, entry, tmp_path / "gradescope", peak=peak)   # the session's warm state
+    otter = otter_run(lms_zip, entry, tmp_path / "otter")
+    expected = [check["score"] for check in record["checks"]]
+    for results in (gradescope.results, otter.results):
+        assert [t["score"] for t in results["tests"] if t["name"] != "Public Tests"] == expected
+        assert messages(output_messages(results), case) == messages(record["messages"], case)
+        for test in results["tests"]:
+            for render in RENDERERS.values():
+                assert inert_problems(render(test["output"])) == [], test["name"]
+    assert int(peak.read_text().split()[1]) * 1024 < 1.5 * 2**30, peak.read_text()

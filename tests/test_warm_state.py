@@ -1,8 +1,8 @@
 """The warm state kept between commands (grader/common/warm_store.py, grader/grading/warm_state.py, warm_up.py).
 
-Most tests build parts with a stand-in for the reference run, so they can corrupt, race and prune them freely in
+Most tests build parts with a stand-in for the trusted runs, so they can corrupt, race and prune them freely in
 folders of their own. One test warms a fresh cache folder for real: a first batch measures, a second reuses what
-the first measured and warms only its new variant seed, a third that has nothing to grade warms nothing.
+the first measured and warms only its new batch's world, a third that has nothing to grade warms nothing.
 """
 
 from __future__ import annotations
@@ -18,8 +18,10 @@ from pathlib import Path
 
 import pytest
 
+import grader.cli.batch
 import grader.common.code_digest
 import grader.grading.warm_state
+from grader.authoring.starter import public_code
 from grader.cli.batch import grade_folder
 from grader.common.user_cache import CACHE_DIR_ENV, use_cache_dir, user_cache_dir
 from grader.common.warm_store import View, WarmStore, link_files, prune_entries
@@ -37,7 +39,7 @@ def assignment():
 
 
 def programs(staging: Path | None, names=("jit_a-cache", "jit_b-cache")) -> dict:
-    """A stand-in for a reference run: two "compiled programs" and a payload."""
+    """A stand-in for a trusted run: two "compiled programs" and a payload."""
     assert staging is not None
     for name in names:
         (staging / name).write_bytes(name.encode() * 100)
@@ -184,6 +186,10 @@ def test_old_entries_are_removed_recent_ones_kept(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a-1", "a-4", "b-1"]
 
 
+def entries(folder: Path) -> list[str]:
+    return sorted(p.name for p in folder.iterdir())
+
+
 # ---- the key ------------------------------------------------------------------------------------------------------
 
 def test_the_key_changes_with_the_graders_code_the_assignment_and_the_versions(assignment, monkeypatch):
@@ -241,11 +247,12 @@ def test_a_run_waits_for_its_worlds_warm_up_and_no_other(assignment):
     waiting.start()
     runner(jobs["baseline"], assignment.limits)
     runner(make_job(assignment, variant, 100, "x = 1", "f.py"), assignment.limits)   # another seed: another world
+    runner(make_job(assignment, variant, 99, "x = 1", "f.py", batch_seed=100), assignment.limits)   # another batch
     time.sleep(0.2)
-    assert log == ["baseline", "replace_lesson_seed"] and waiting.is_alive()
+    assert log == ["baseline", "replace_lesson_seed", "replace_lesson_seed"] and waiting.is_alive()
     gate.set()
     waiting.join(5)
-    assert log == ["baseline", "replace_lesson_seed", "replace_lesson_seed"]
+    assert log == ["baseline", "replace_lesson_seed", "replace_lesson_seed", "replace_lesson_seed"]
 
 
 # ---- the warm-up is visible from its first moment -------------------------------------------------------------
@@ -280,8 +287,9 @@ def test_progress_on_a_terminal_ticks_through_the_warm_up_then_draws_the_bar(mon
 
 @pytest.mark.slow
 def test_a_fresh_cache_is_warmed_once_and_reused_by_the_next_batches(assignment, tmp_path, monkeypatch):
-    """Batch 1 measures the reference and warms its variant seed; batch 2 (another seed) reuses the reference part
-    and warms only its seed; batch 3 has nothing to grade and warms nothing. Grades are the same each time."""
+    """Batch 1 measures the reference facts, compiles the starter's programs and warms its batch's world; batch 2
+    (another seed) reuses the facts and programs and warms only its world; batch 3 has nothing to grade and warms
+    nothing. Grades are the same each time."""
     monkeypatch.setenv(CACHE_DIR_ENV, str(tmp_path / "cache"))
     folder, out = tmp_path / "submissions", tmp_path / "out"
     folder.mkdir()
@@ -293,17 +301,22 @@ def test_a_fresh_cache_is_warmed_once_and_reused_by_the_next_batches(assignment,
         result = grade_folder(assignment, folder, out, variant_seed=seed, regrade=regrade, progress=lines.append)
         batches.append((result, "\n".join(lines)))
     (first, log1), (second, log2), (third, log3) = batches
-    state = WarmState(assignment)
-    assert "running the reference solution once" in log1 and "variant world of seed 101 ready" in log1
-    assert f"reference facts and compiled programs reused ({state.folder})" in log2
-    assert "running the reference solution" not in log2 and "variant world of seed 202 ready" in log2
+    state = WarmState(assignment, public_source=public_code(assignment))
+    kept = "reference facts and compiled programs" if state.compiled else "reference facts"
+    assert "running the reference solution once" in log1 and "figures in this batch's worlds drawn" in log1
+    assert f"{kept} reused ({state.folder})" in log2 and "figures in this batch's worlds drawn" in log2
+    assert "running the reference solution" not in log2 and "compiling the lesson's programs" not in log2
     assert "Warm-up" not in log3 and third.reused == 2
     for result in (first, second):
         scores = {record["submission"]: record["score"] for record in result.records}
         assert scores == {"reference": assignment.max_score, "empty": 0}
-    assert state.read_reference() is not None and state.read_seed(101) is not None and state.read_seed(202) is not None
+    assert state.read_reference() is not None
+    for seed in (101, 202):
+        assert state.read_figures(grader.cli.batch.seed_map(assignment, seed), seed) is not None
     if state.compiled:
-        assert len(list(state.read_seed(202).folder.iterdir())) > len(list(state.read_reference().folder.iterdir()))
+        assert "compiling the lesson's programs" in log1 and "variant world of seed 101 ready" in log1
+        assert "variant world of seed 202 ready" in log2
+        assert len(entries(state.read_seed(202, 202).folder)) > len(entries(state.read_starter().folder)) > 0
     assert not list((state.folder / "views").iterdir()), "a batch's view outlived it"
 
 
@@ -318,33 +331,44 @@ class NoServer:
         pass
 
 
-def test_a_variant_warm_up_that_fails_is_the_batchs_failure_and_never_leaves_runs_waiting(assignment, tmp_path,
-                                                                                           monkeypatch):
-    """The reference does not run cleanly in the variant world of the batch's seed: runs of that world are let go
-    (they would compile for themselves), and the failure reaches whoever asks for the figures (the batch stops)."""
+@pytest.mark.parametrize("failing", ["the variant's programs", "the reference's figures"])
+def test_a_batch_warm_up_that_fails_is_the_batchs_failure_and_never_leaves_runs_waiting(assignment, tmp_path,
+                                                                                         monkeypatch, failing):
+    """The public starter cannot be run in the variant world of the batch, or the reference does not run cleanly in
+    the batch's worlds: runs of that world are let go (they would compile for themselves), and the failure reaches
+    whoever asks for the figures (the batch stops)."""
     import grader.grading.warm_up as warm_up
     from grader.config.assignment import ConfigError
 
     monkeypatch.setenv(CACHE_DIR_ENV, str(tmp_path / "cache"))
     monkeypatch.setattr(warm_up, "ServerStart", NoServer)
-    state = WarmState(assignment)
-    state.store.build("reference", lambda staging: {"facts": {"reports": {"t": "none"}, "memory": {"t": "none"}},
-                                                     "figures": {"baseline": None}}, state.compiled)
+    monkeypatch.setattr(grader.grading.warm_state.compile_cache, "can_cache", lambda: True)
+    state = WarmState(assignment, public_source="x = 1\n")
+    state.store.build("reference", lambda staging: {"facts": {"reports": {"t": "none"}, "memory": {"t": "none"}}},
+                      False)
+    state.store.build(state._starter_name(), programs, True)
 
-    def fails(self, seed, staging):
-        raise ConfigError(f"the reference solution did not run cleanly in the variant scenario (seed {seed})")
+    def fails(self, *args):
+        raise ConfigError(f"{failing} could not be made for seed 5")
 
-    monkeypatch.setattr(WarmState, "_measure_fresh", fails)
+    def builds(self, runs, staging):
+        return programs(staging, ("jit_variant-cache",))
+
+    def draws(self, seeds, batch_seed, runner):
+        return {"figures": {name: None for name in seeds}}
+
+    monkeypatch.setattr(WarmState, "_compile_starter", fails if failing == "the variant's programs" else builds)
+    monkeypatch.setattr(WarmState, "_measure_figures", fails if failing == "the reference's figures" else draws)
     seeds = {"baseline": assignment.lesson_seed, "variant": 5}
-    with warm_up.warmed_up(assignment, seeds, lambda text: None) as warm:
+    with warm_up.warmed_up(assignment, seeds, lambda text: None, public_source="x = 1\n", batch_seed=5) as warm:
         for thread in warm.threads:
             thread.join(10)
         assert isinstance(warm.failure(), ConfigError)
-        if state.compiled:
-            assert all(gate.is_set() for gate in warm.runner.gates.values()) and warm.runner.gates
+        assert all(gate.is_set() for gate in warm.runner.gates.values()) and warm.runner.gates
         with pytest.raises(ConfigError, match="seed 5"):
             warm.figures()
-    assert state.read_seed(5) is None
+    assert (state.read_seed(5, 5) is None) == (failing == "the variant's programs")
+    assert (state.read_figures(seeds, 5) is None) == (failing == "the reference's figures")
 
 
 def test_the_fork_server_outlives_the_thread_that_started_it(assignment):

@@ -133,6 +133,39 @@ def test_feedback_markdown_partial_and_error_records():
     assert "could not be graded: erin.py is empty." in text and "**FAIL** `runs.no_errors`" in text
 
 
+def test_a_hidden_check_says_whether_it_passed_so_every_group_score_is_accounted_for():
+    checks = record()["checks"] + [{"id": "hvp.secret_two", "group": "hvp", "score": 2.0, "max_score": 2.0,
+                                    "visibility": "hidden", "feedback": "HIDDEN-TWO"}]
+    text = feedback_markdown(record(checks=checks))
+    assert "- **PARTIAL** a hidden check did not pass (4.5/9); its details are not shown." in text
+    assert "- **PASS** a hidden check passed (2/2); its details are not shown." in text
+    assert "hvp.secret" not in text and "HIDDEN" not in text
+    hvp = text[text.index("## hvp"):]
+    assert hvp.index("a hidden check did not pass") < hvp.index("`hvp.later`")     # in its place in the group
+
+
+ISOLATION = ("Isolation used: bubblewrap fork server: each run gets its own pid, mount, network, ipc and uts "
+             "namespaces, read-only system, grader and instructor files invisible, rlimits, a uid of its own.")
+
+
+def test_a_file_that_stopped_early_is_told_so_before_any_check():
+    stop = ("Your file has a syntax error at line 2 (SyntaxError: '(' was never closed): Python could not read it "
+            "past that line, so only the statements before it ran and every value assigned after it is missing.")
+    rec = record(messages=[stop, ISOLATION], runs={"baseline": {"ending": "syntax_error"}, "variant": {"ending": "syntax_error"}})
+    text = feedback_markdown(rec)
+    assert text.index("## Read this first: your file stopped early") < text.index(stop) < text.index("| Group |")
+    assert text.count(stop) == 1 and "## Notes on your run" not in text
+    completed = record(messages=[ISOLATION], runs={"baseline": {"ending": "completed"}})
+    text = feedback_markdown(completed)
+    assert "Read this first" not in text and text.index("| Group |") < text.index("## Notes on your run")
+
+
+def test_the_isolation_note_is_said_once_and_briefly_to_the_student():
+    text = feedback_markdown(record(messages=[ISOLATION]))
+    assert text.count("Isolation used") == 1 and "- Isolation used: bubblewrap fork server.\n" in text
+    assert "namespaces" not in text
+
+
 # ---- batch re-runs ------------------------------------------------------------------------------------------
 
 FACTS = {"reports": [["f32[16,16] from a constant"] * 9, ["f32[16] from the argument v"] * 6],
@@ -147,20 +180,22 @@ def assignment():
 
 @pytest.fixture
 def kept_state(tmp_path, monkeypatch, assignment) -> WarmState:
-    """A cache folder of this test's own whose warm state already holds the reference facts (FACTS) and figures,
-    for the lesson's seed and seed 4242; running the reference (a JAX run) fails the test."""
+    """A cache folder of this test's own whose warm state already holds the reference facts (FACTS) and the
+    reference's figures in the worlds of the lesson's seed and of batch seed 4242; running the reference (a JAX run)
+    fails the test."""
     monkeypatch.setenv(CACHE_DIR_ENV, str(tmp_path / "cache"))
     state = WarmState(assignment)
     encoded = {name: encode_value(value, 10**6) for name, value in FACTS.items()}
-    state.store.build(REFERENCE, lambda staging: {"facts": encoded, "figures": {"baseline": None}}, state.compiled)
-    for seed in (assignment.lesson_seed, 4242):
-        state.store.build(f"seed-{seed}", lambda staging, seed=seed: {"seed": seed, "figures": {"variant": None}},
-                          state.compiled)
+    state.store.build(REFERENCE, lambda staging: {"facts": encoded}, False)
+    for seeds, batch_seed in ((None, None), (batch.seed_map(assignment, 4242), 4242)):
+        worlds = seeds or {name: assignment.lesson_seed for name in assignment.scenarios}
+        state.store.build(state._figures_name(worlds, batch_seed),
+                          lambda staging: {"figures": {"baseline": None, "variant": None}}, False)
 
     def measure(*args, **kwargs):
         raise AssertionError("the reference solution was run; the warm state should have been used")
 
-    monkeypatch.setattr(WarmState, "_run", measure)
+    monkeypatch.setattr(WarmState, "_run_reference", measure)
     return state
 
 
@@ -180,8 +215,8 @@ def warm_ups(monkeypatch) -> list:
 
 def test_reference_facts_are_read_from_the_warm_state(assignment, kept_state):
     assert reference.reference_facts(assignment) == FACTS
-    assert reference.reference_figures(assignment, seeds={"baseline": 18, "variant": 4242}) == \
-        {"baseline": None, "variant": None}
+    assert reference.reference_figures(assignment, seeds={"baseline": 18, "variant": 4242}, batch_seed=4242) == \
+        reference.reference_figures(assignment) == {"baseline": None, "variant": None}
 
 
 def test_batch_rerun_reuses_records_unless_regrade(tmp_path, assignment, kept_state, warm_ups):

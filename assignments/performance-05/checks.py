@@ -1,14 +1,18 @@
 """Checks for performance-05. Each reads like a pytest test: `assert condition, "what to look at"`.
 
 Signature: check(run, oracle, settings). `run` is one scenario's view of the student's values (see
-grader.grading.engine.RunView): each name as the exercise used it, and the method evidence behind it
-(`run.calls_for(name)`, read with grader.api.methods). `oracle` is the float64 oracle for that scenario (oracle.py),
-`settings` the [parameters] and [tolerances] of assignment.toml. Return a short note to pass; assert to fail.
+grader.grading.engine.RunView): each name as the exercise used it, and the method evidence recorded up to it
+(`run.evaluations(until=name)`, `run.sightings(until=name)`, read with grader.api.methods). `oracle` is the float64
+oracle for that scenario (oracle.py), `settings` the [parameters] and [tolerances] of assignment.toml. Return a
+short note to pass; assert to fail.
 
-A value is right only if it was computed the way the exercise asks: a central difference evaluates the
-objective at x + eps v and x - eps v; `automatic` comes from autodiff of the objective; each HVP from
-second-order autodiff of its own objective. Where the evidence behind a value could not be recorded, the
-value alone decides and the feedback says so. Feedback describes what this student's run did, in words.
+A value is right only if it came from the method the exercise asks for, shown by what cannot be faked:
+- `finite` must equal (f(x+eps v) - f(x-eps v)) / (2 eps) of two evaluations the run recorded before it, each
+  verified against the oracle's value of the objective at that point (a decoy evaluation nearby proves nothing);
+- `automatic` and the HVPs must follow the derivative rules JAX used in that run (every scenario nudges them by
+  amounts the oracle knows; a NumPy recurrence, a finite difference or a typed number does not follow them), and
+  `hvp_remat` the rules of a jax.checkpoint-ed objective (the ordinary objective's HVP does not).
+No evidence is no credit. Feedback describes what this student's run did, in words, and says what to look at.
 Whether the file ran, and ran to its end, is checked by the framework's own checks (`builtin:` in assignment.toml).
 """
 
@@ -18,12 +22,13 @@ import re
 import numpy as np
 
 from grader.api.methods import (
-    deepest,
-    differentiated_points,
-    evaluation_points,
-    matching_output,
+    central_quotients,
+    complex_points,
+    point_values,
+    relative_error,
+    rounding_units,
     steps_from,
-    tangents,
+    vectors,
 )
 from grader.api.values import (
     as_number,
@@ -33,9 +38,10 @@ from grader.api.values import (
     fmt,
     plain_data,
 )
+from grader.runs.snapshot import Missing
 
 LABELS = ("plain", "remat")
-UNSEEN = "(The grader could not see how `{name}` was computed, so its value alone was checked.)"
+SINGLE = float(np.finfo(np.float32).eps)   # float32's rounding unit: JAX's numbers carry it
 
 
 # ---- gradients ------------------------------------------------------------------------------------
@@ -45,9 +51,9 @@ def inputs_are_the_lessons(run, oracle, settings):
     x = as_vector(run["x"], "`x`", settings.width)
     assert isinstance(w, np.ndarray) and w.shape == oracle.w.shape, f"`w` should be a {oracle.w.shape} array; found {describe(w)}."
     assert np.array_equal(w, oracle.w), (
-        "`w` differs from the lesson's weights. Build it exactly as the lesson does, from "
-        "`rng=np.random.default_rng(...)` and `rng.normal(size=(16,16))*.1` as float32; first compare inputs, weights and random keys.")
-    assert np.array_equal(x, oracle.x), "`x` differs from the lesson's input `np.linspace(-.5,.5,16,dtype=np.float32)`."
+        "`w` differs from the lesson's weights: compare how your file seeds the random generator and draws, scales "
+        "and casts the weights with the lesson's code (inputs, weights and random keys first).")
+    assert np.array_equal(x, oracle.x), "`x` differs from the lesson's input: compare it with the lesson's definition of `x`."
     return "`w` and `x` are the lesson's inputs."
 
 
@@ -61,7 +67,7 @@ def cotangent_matches_recurrence(run, oracle, settings):
 
 def _gradient_probe(run, oracle, settings, probe, label):
     gradient = as_vector(run.probe(probe), f"`jax.grad({label})(x)`", settings.width)
-    ok, worst = close_vectors(gradient, oracle.gradient, settings.gradient_rtol, settings.gradient_atol_scale)
+    ok, worst = close_vectors(gradient, oracle.autodiff_gradient, settings.gradient_rtol, settings.gradient_atol_scale)
     assert ok, (f"`jax.grad({label})(x)` differs from the independent reverse recurrence (its largest difference is "
                 f"{worst:.2g} of the gradient's largest entry). If gradients differ, first compare inputs, weights, random keys and any hidden effects.")
 
@@ -207,8 +213,10 @@ def unavailable_memory_is_none(run, oracle, settings):
 
 # ---- the memory panel -----------------------------------------------------------------------------
 
-AVAILABILITY = re.compile(r"availab|missing|absent|supported|reported|\bno\s+(compiler\s+)?(memory\s+)?analys|"
-                          r"\bnone\b|\bn/?a\b|exists|present", re.IGNORECASE)
+# Words that say a bar is about whether an analysis exists (not how many bytes it reports).
+AVAILABILITY = re.compile(r"availab|missing|absent|support|report|\bnone\b|\bn/?a\b|exist|present|"
+                          r"\bhas\b|\bhave\b|\bwhether\b|\byes\b|\btrue\b|\bbool|[01]\s*=|=\s*[01]\b|\(\s*[01]\s*\)",
+                          re.IGNORECASE)
 BYTES = re.compile(r"\b(bytes?|[kmg]i?b)\b", re.IGNORECASE)
 NEGATION = re.compile(r"\b(not|no|never|instead of)\s+(an?\s+)?(\w+\s+)?$", re.IGNORECASE)
 
@@ -217,13 +225,24 @@ def _second_panel(run):
     panels = run["panels"]
     assert isinstance(panels, (list, tuple)) and len(panels) >= 2, f"`panels` should hold two panels; found {describe(panels)}."
     visual = run["visual_data"]
-    assert isinstance(visual, dict) and plain_data(visual.get("panels")) == plain_data(list(panels)), (
+    assert isinstance(visual, dict) and _same_data(plain_data(visual.get("panels")), plain_data(list(panels))), (
         "`visual_data` should be {'kind': 'panels', 'panels': panels} built from the same `panels` list.")
     panel = panels[1]
     assert isinstance(panel, dict), f"The second panel should be a dict; found {describe(panel)}."
     series = panel.get("series")
     assert isinstance(series, list) and series and isinstance(series[0], dict), "The second panel needs a 'series' list with one series."
     return panel, series[0], plain_data(series[0].get("y"))
+
+
+def _same_data(a, b):
+    """Equal plain data, a NaN equal to a NaN (a missing figure drawn as NaN in both lists is the same data)."""
+    if isinstance(a, float) and isinstance(b, float) and math.isnan(a) and math.isnan(b):
+        return True
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(_same_data(x, y) for x, y in zip(a, b))
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(_same_data(a[k], b[k]) for k in a)
+    return a == b
 
 
 def _speaks_of_bytes(text):
@@ -246,10 +265,10 @@ def second_panel_is_availability(run, oracle, settings):
     bytes_label = next((text for text in labels[1:2] + labels[:1] if _speaks_of_bytes(text)), None)
     assert bytes_label is None, (
         f"The substitute panel is labelled in bytes ({bytes_label!r}); with an analysis missing, a bar of 0 bytes reads "
-        "as 'no memory'. Label it as availability, e.g. ylabel 'analysis available (1=yes)'.")
+        "as 'no memory'. Label the panel by what its bars show: whether each executable has an analysis.")
     assert any(AVAILABILITY.search(text) for text in labels), (
-        "Label the substitute panel as availability (its title, y-label or series label should say the analysis is "
-        "available/unavailable), so nobody reads it as zero bytes.")
+        "Label the substitute panel as availability (its title, y-label or series label should say whether each "
+        "executable has a memory analysis), so nobody reads its bars as bytes.")
     for label, ok, height in zip(LABELS, available, heights):
         assert ok or height == 0.0, (
             f"The {label} executable's analysis was missing in this run, but its availability bar is {y[LABELS.index(label)]!r}.")
@@ -277,30 +296,74 @@ def eps_is_a_sensible_step(run, oracle, settings):
     assert math.isfinite(eps) and eps > 0, f"`eps` should be a positive step; found {eps!r}."
     assert settings.eps_min <= eps <= settings.eps_max, (
         f"`eps` = {eps:g} is outside [{settings.eps_min:g}, {settings.eps_max:g}]: in float32 a smaller step drowns in "
-        "rounding error and a larger one in truncation error. The lesson uses 1e-3.")
+        "rounding error and a larger one in truncation error.")
     return f"`eps` = {eps:g} is a sensible float32 step."
 
 
 def automatic_is_gradient_dot_ones(run, oracle, settings):
     automatic = as_number(run["automatic"], "`automatic`")
-    expected = oracle.directional_derivative(oracle.ones)
-    scale = float(np.sum(np.abs(oracle.gradient)))
-    assert abs(automatic - expected) <= settings.directional_rtol * scale, (
-        f"`automatic` = {fmt(automatic)}, but ∇f(x)·(1,…,1) = {fmt(expected)}. Use the gradient of the original "
-        "objective `plain` at `x`, dotted with the all-ones direction (jnp.vdot or jax.jvp).")
-    if not run.evidence_complete("automatic"):
-        return "`automatic` equals the gradient dotted with the all-ones direction. " + UNSEEN.format(name="automatic")
-    calls = run.calls_for("automatic")
-    if deepest(calls) >= 1:
-        return "`automatic` comes from autodiff of the objective and equals ∇f(x)·(1,…,1)."
-    steps = steps_from(evaluation_points(calls, settings.width), oracle.x, oracle.ones, settings.eps_max * 4)
-    assert not (steps.along or steps.elsewhere), (
-        "`automatic` has the right value, but the statements that produced it evaluated the objective at perturbed "
-        "points and applied no JAX differentiation: that is a difference quotient, not autodiff. Compute it with "
-        "jax.grad (or jax.jvp) of `plain`.")
+    gradient = oracle.autodiff_gradient
+    scale = float(np.sum(np.abs(gradient)))
+    tolerance = settings.automatic_tolerance * scale
+    expected = float(gradient.sum())
+    if abs(automatic - expected) <= tolerance:
+        return "`automatic` is JAX's autodiff of the objective, dotted with the all-ones direction."
+    assert math.isfinite(automatic), f"`automatic` is {automatic!r}; the directional derivative is a finite number."
+    assert not any(rounding_units(automatic, q) <= settings.finite_rounding_units
+                   for q in _recorded_differences(run, oracle, settings, "automatic")), (
+        f"`automatic` = {fmt(automatic)} is a difference quotient (the central difference of your own evaluations of "
+        "the objective), not automatic differentiation: it did not follow the derivative rules JAX used in this run. "
+        "Differentiate the objective with JAX and take the dot product with the all-ones direction.")
+    exact = float(oracle.gradient.sum())
+    assert abs(automatic - exact) > tolerance, (
+        f"`automatic` = {fmt(automatic)} is the exact directional derivative, but not what JAX's automatic "
+        f"differentiation of the objective returned in this run ({fmt(expected)}; the grader's runs nudge JAX's "
+        "derivative rules by tiny amounts that only autodiff follows): it was computed another way (a NumPy recurrence, "
+        "a formula or a typed number). The exercise asks for the gradient by JAX autodiff, dotted with the direction.")
+    for vector in vectors(run.sightings(until="automatic"), settings.width):
+        if not np.allclose(vector, oracle.ones) and abs(automatic - float(gradient @ vector)) <= tolerance:
+            raise AssertionError(
+                f"`automatic` = {fmt(automatic)} is the gradient dotted with a direction other than (1,…,1). "
+                "The exercise's direction v has every entry equal to 1.")
     raise AssertionError(
-        "`automatic` has the right value, but the statements that produced it applied no JAX differentiation "
-        "(no jax.grad, jvp, vjp, ...). The exercise asks for the gradient by autodiff, dotted with the direction.")
+        f"`automatic` = {fmt(automatic)}, but the gradient of the objective at `x` by JAX autodiff, dotted with "
+        f"(1,…,1), is {fmt(expected)} in this run. Check which function you differentiate (the original objective "
+        "`plain`), at which point (`x`), and the dot product with the all-ones direction.")
+
+
+def _reported_eps(run):
+    """The student's `eps` as a positive number, or None (a check that does not need it must not fail on it)."""
+    if not run.has("eps"):
+        return None
+    try:
+        eps = as_number(run["eps"], "`eps`")
+    except AssertionError:
+        return None
+    return eps if math.isfinite(eps) and eps > 0 else None
+
+
+def _recorded_differences(run, oracle, settings, until):
+    """Every central difference the run's own recorded evaluations of the objective along (1,…,1) give, up to
+    `until`'s binding, divided by twice the reported eps (as a student's arithmetic may have done it)."""
+    eps = _reported_eps(run)
+    if eps is None:
+        return []
+    genuine, _ = _objective_values(run, oracle, settings, until)
+    steps = steps_from(genuine, oracle.x, oracle.ones, 8 * max(eps, settings.eps_max))
+    return [q for _, plus, minus in steps.opposite_pairs() for q in central_quotients(plus, minus, eps)]
+
+
+def _objective_values(run, oracle, settings, until="finite"):
+    """The (point, value) pairs the run recorded up to `until`'s binding, split into those whose value is the
+    objective's at that point (verified against the oracle) and those that are not."""
+    pairs = point_values(run.evaluations(until=until), settings.width)
+    genuine, other = [], []
+    for pair in pairs:
+        expected = oracle.value_at(pair.point)
+        noise = settings.evaluation_rounding * SINGLE * (
+            abs(expected) + float(np.sum(np.abs(oracle.gradient_at(pair.point)))) * float(np.max(np.abs(pair.point))))
+        (genuine if abs(pair.value - expected) <= noise else other).append(pair)
+    return genuine, other
 
 
 def finite_is_central_difference(run, oracle, settings):
@@ -308,53 +371,64 @@ def finite_is_central_difference(run, oracle, settings):
     eps = as_number(run["eps"], "`eps`")
     assert math.isfinite(eps) and eps > 0, f"`eps` should be a positive step; found {eps!r}."
     assert math.isfinite(finite), f"`finite` is {finite!r}; a central difference of a finite objective is a finite number."
-    method = _difference_method(run, oracle, settings, eps)
-    estimates = oracle.differences(oracle.ones, eps)
-    f_scale = abs(oracle.value) + float(np.sum(np.abs(oracle.gradient))) * (float(np.max(np.abs(oracle.x))) + eps)
-    tolerance = settings.finite_rounding_factor * 2.0**-23 * f_scale / eps
-    gap = abs(finite - estimates["central"])
-    if gap <= tolerance:
-        return f"`finite` is the central difference at eps = {eps:g}." + (" " + method if method else "")
-    for kind in ("forward", "backward"):
-        assert abs(finite - estimates[kind]) > tolerance, (
-            f"`finite` = {fmt(finite)} differs from the central difference at your eps = {eps:g} ({fmt(estimates['central'])}) "
-            f"by {gap:.2g}, about what a {kind} difference differs by. Use (f(x+εv) − f(x−εv)) / 2ε.")
-    for label, factor in (("divided by ε instead of 2ε", 2.0), ("divided by 4ε", 0.5)):
-        assert abs(finite - factor * estimates["central"]) > tolerance * factor, (
-            f"`finite` = {fmt(finite)} is {factor:g} times the central difference at your eps: it looks {label}. "
-            "The central difference is (f(x+εv) − f(x−εv)) / 2ε.")
-    raise AssertionError(
-        f"`finite` = {fmt(finite)}, but the central difference of `plain` along v = (1,…,1) at your eps = {eps:g} is "
-        f"{fmt(estimates['central'])} (they differ by {gap:.2g}). Perturb the existing input `x` by ±eps·v and "
-        "evaluate the original objective.")
+    genuine, other = _objective_values(run, oracle, settings)
+    radius = 8 * max(eps, settings.eps_max)
+    steps = steps_from(genuine, oracle.x, oracle.ones, radius)
+    steps_used = []
+    for h, plus, minus in steps.opposite_pairs():
+        steps_used.append(h)
+        if any(rounding_units(finite, q) <= settings.finite_rounding_units for q in central_quotients(plus, minus, eps)):
+            assert abs(h - eps) <= settings.step_match * eps + steps.rounding, (
+                f"`finite` is a central difference at x ± {h:.3g}·v, but `eps` is {eps:g}: report as `eps` the step "
+                "you took, and divide by twice that step.")
+            return f"`finite` is the central difference of your two evaluations of the objective at x ± {eps:g}·v."
+    raise AssertionError(_finite_diagnosis(run, oracle, settings, finite, eps, steps, steps_used, other))
 
 
-def _difference_method(run, oracle, settings, eps):
-    """Fail unless the statements behind `finite` evaluated the objective at x ± h·v; '' or a note when they did."""
-    if not run.evidence_complete("finite"):
-        return UNSEEN.format(name="finite")
-    calls = run.calls_for("finite")
-    steps = steps_from(evaluation_points(calls, settings.width), oracle.x, oracle.ones,
-                       radius=max(4 * eps, settings.eps_max))
-    central = steps.symmetric()
-    if central:
-        step = min(central, key=lambda h: abs(h - eps))
-        assert abs(step - eps) <= 1e-2 * eps, (
-            f"`finite` evaluates the objective at x ± {step:.3g}·v, but `eps` is {eps:g}: divide by 2·(the step you took), "
-            "and report the step you used as `eps`.")
-        return ""
-    assert not steps.one_sided, (
-        f"`finite` is a {steps.one_sided} difference: the statements that produced it evaluated the objective at "
-        f"{'x and ' if steps.at_base else ''}x {'+' if steps.one_sided == 'forward' else '−'} ε·v only. "
-        "A central difference evaluates at both x + ε·v and x − ε·v and divides by 2ε.")
-    assert not steps.elsewhere, (
-        "`finite` perturbs `x` along a vector other than v = (1,…,1) (its evaluation points are not x ± ε·(1,…,1)). "
-        "The exercise's direction is all ones: use jnp.ones_like(x).")
-    assert not deepest(calls), (
-        "`finite` was computed by autodiff (the statements that produced it applied JAX differentiation and evaluated "
-        "the objective at no perturbed point): that is the exact derivative, not a difference quotient. "
-        "Evaluate `plain` at x + ε·v and x − ε·v and divide their difference by 2ε.")
-    return UNSEEN.format(name="finite")
+def _finite_diagnosis(run, oracle, settings, finite, eps, steps, steps_used, other):
+    """Why `finite` is not a central difference of recorded evaluations, in words that are true of this run."""
+    gap = run.evidence_gaps(until="finite")
+    caveat = f" (Note: {gap}.)" if gap else ""
+    exact = {"the derivative JAX's autodiff gives": float(oracle.autodiff_gradient.sum()),
+             "the exact derivative": float(oracle.gradient.sum())}
+    looks = next((label for label, value in exact.items() if rounding_units(finite, value) <= 4), None)
+    if steps_used:
+        step = min(steps_used, key=lambda h: abs(h - eps))
+        pair = steps.opposite_pairs()[steps_used.index(step)]
+        quotient = central_quotients(pair[1], pair[2], eps)[0]
+        divided_by_step = central_quotients(pair[1], pair[2], step)[0]
+        if abs(step - eps) > settings.step_match * eps + steps.rounding:
+            assert abs(finite - divided_by_step) > settings.step_match * abs(divided_by_step), (
+                f"`finite` is the central difference at x ± {step:.3g}·v (divided by twice that step), but `eps` is "
+                f"{eps:g}: report as `eps` the step you took.{caveat}")
+        for factor, wording in ((2.0, "divided by ε instead of 2ε"), (0.5, "divided by 4ε instead of 2ε")):
+            assert rounding_units(finite, factor * quotient) > 2 * settings.finite_rounding_units, (
+                f"`finite` = {fmt(finite)} is {factor:g} times the central difference of your two evaluations at "
+                f"x ± {step:.3g}·v: it looks {wording}.{caveat}")
+        also = f" It equals {looks} instead." if looks else ""
+        return (f"Your file evaluated the objective at x ± {step:.3g}·v, but `finite` = {fmt(finite)} is not "
+                f"(f(x+εv) − f(x−εv)) / 2ε of those two values with your eps = {eps:g}.{also} Compute `finite` from "
+                f"the two evaluations themselves.{caveat}")
+    if steps.one_sided:
+        sign = "+" if steps.one_sided == "forward" else "−"
+        return (f"`finite` is not a central difference: before it, your file evaluated the objective at "
+                f"{'x and ' if steps.at_base else ''}x {sign} ε·v only (a {steps.one_sided} difference). A central "
+                f"difference evaluates at both x + ε·v and x − ε·v and divides by 2ε.{caveat}")
+    if steps.off_line:
+        return ("`finite` is not a central difference along v = (1,…,1): the points your file evaluated next to `x` "
+                f"are not of the form x ± ε·(1,…,1). The exercise's direction is the all-ones vector.{caveat}")
+    if complex_points(run.evaluations(until="finite"), settings.width):
+        return ("`finite` comes from evaluating the objective at complex points (a complex-step derivative), not from "
+                f"a central difference of real evaluations at x + ε·v and x − ε·v.{caveat}")
+    near = [pair for pair in other if float(np.max(np.abs(pair.point - oracle.x))) <= 8 * max(eps, settings.eps_max)]
+    if near:
+        return ("Your file evaluated a function next to `x`, but what it returned there is not the objective's value: "
+                f"a central difference evaluates the original objective itself at x + ε·v and x − ε·v.{caveat}")
+    value_hint = f" Its value equals {looks}." if looks else ""
+    return ("`finite` does not come from a central difference: before it was computed, your file evaluated the "
+            "objective at no pair of points x + ε·v and x − ε·v (the grader records the calls of your functions and of "
+            f"jitted ones with the arrays passed, also inside jit and vmap).{value_hint} Evaluate the "
+            f"objective at both points and divide the difference of the two values by 2ε.{caveat}")
 
 
 # ---- Hessian-vector products ----------------------------------------------------------------------
@@ -362,72 +436,62 @@ def _difference_method(run, oracle, settings, eps):
 def _hvp(run, settings, name):
     value = run[name]
     assert not (isinstance(value, tuple) and len(value) == 2), (
-        f"`{name}` is a pair: jax.jvp returns (primal_out, tangent_out); unpack it as `_, {name} = jax.jvp(...)`.")
+        f"`{name}` is a pair: jax.jvp returns (primal_out, tangent_out); keep the tangent output.")
     vector = as_vector(value, f"`{name}`", settings.width)
     assert np.all(np.isfinite(vector)), f"`{name}` contains NaN or Inf."
     return vector
 
 
-def _directions(run, settings, name):
-    """Candidate tangents for `name`: those its computation was handed, then `direction` as it was then and after."""
-    found = tangents([call for call in run.calls_for(name) if call.order >= 2] or run.calls_for(name), settings.width)
-    binding = run.binding(name)
-    for value in [run.provenance.value_at("direction", binding.stmt)] + [v for _, v in run.provenance.bindings_after("direction", binding.stmt)[:1]]:
-        try:
-            vector = as_vector(value, "`direction`", settings.width)
-        except AssertionError:
-            continue
-        if not any(np.array_equal(vector, known) for known in found):
-            found.append(vector)
-    assert found, f"No direction for `{name}`: neither a tangent passed to its computation nor a `direction` of length {settings.width}."
+def _candidate_directions(run, settings, name):
+    """Vectors the HVP may have been computed along: every (width,) vector the run's expressions made up to it
+    (tangents, directions, points), and `direction` as the exercise left it."""
+    found = vectors(run.sightings(until=name), settings.width)
+    try:
+        found.insert(0, as_vector(run["direction"], "`direction`", settings.width))
+    except (AssertionError, Missing):   # no usable `direction`: the sightings alone
+        pass
     return found
 
 
-def _direction_used(run, oracle, settings, name):
-    """The candidate direction along which `name` is the exact HVP (else the first candidate)."""
-    candidates = _directions(run, settings, name)
-    try:
-        hvp = _hvp(run, settings, name)
-    except AssertionError:
-        return candidates[0]
-    for direction in candidates:
-        if close_vectors(hvp, oracle.hvp(direction), settings.hvp_rtol, settings.hvp_atol_scale)[0]:
+def _explained_by(run, oracle, settings, name, checkpointed):
+    """The direction along which `name` is what second-order autodiff of the (checkpointed or ordinary) objective
+    returned in this run, or None."""
+    value = _hvp(run, settings, name)
+    for direction in _candidate_directions(run, settings, name):
+        if np.any(direction) and relative_error(value, oracle.hvp(direction, checkpointed)) <= settings.hvp_tolerance:
             return direction
-    return candidates[0]
+    return None
 
 
-def _second_order(run, oracle, settings, name, hvp, rematerialized):
-    """Fail unless `name` came from second-order autodiff of an objective that is (or is not) rematerialized."""
-    if not run.evidence_complete(name):
-        return " " + UNSEEN.format(name=name)
-    calls = run.calls_for(name)
-    second = [call for call in calls if call.order >= 2]
-    producing = matching_output(second, hvp) or second
-    which = "a rematerialized (jax.checkpoint) objective such as `remat`" if rematerialized else "the ordinary objective `plain`"
-    if not second:
-        direction = _direction_used(run, oracle, settings, name)
-        gradients_at = steps_from(differentiated_points(calls, settings.width), oracle.x, direction,
-                                  radius=settings.eps_max * max(1.0, float(np.max(np.abs(direction)))))
-        perturbed = len(gradients_at.along) + len(gradients_at.elsewhere)
-        assert not perturbed, (
-            f"`{name}` was computed from gradients at {perturbed} point(s) next to `x` (a finite difference of jax.grad), "
-            f"not by second-order autodiff. Differentiate the gradient function exactly: jax.jvp(jax.grad(f), (x,), (direction,)).")
-        assert not deepest(calls), (
-            f"`{name}` comes from first-order autodiff only. A Hessian-vector product differentiates the gradient once more: "
-            f"jax.jvp(jax.grad(f), (x,), (direction,)).")
-        raise AssertionError(
-            f"The statements that produced `{name}` applied no JAX differentiation. "
-            f"The exercise asks for second-order autodiff of {which}.")
-    if rematerialized:
-        assert any(call.rematerialized_at(2) for call in producing), (
-            f"`{name}` comes from second-order autodiff, but no jax.checkpoint-ed function ran under it: it differentiates "
-            "the ordinary objective. Differentiate `remat` (layer rematerialization) to test that recomputation preserves "
-            "second-order behaviour.")
-    else:
-        assert any(not call.rematerialized_at(2) for call in producing), (
-            f"`{name}` differentiates a rematerialized (jax.checkpoint) objective; it should be the HVP of the ordinary "
-            "objective `plain`.")
-    return ""
+def _hvp_diagnosis(run, oracle, settings, name, checkpointed):
+    """Why `name` is not second-order autodiff of its objective in this run, in words true of this run."""
+    value = _hvp(run, settings, name)
+    candidates = [d for d in _candidate_directions(run, settings, name) if np.any(d)]
+    objective = "the rematerialized objective `remat`" if checkpointed else "the ordinary objective `plain`"
+    for direction in candidates:
+        if relative_error(value, oracle.hvp(direction, not checkpointed)) <= settings.hvp_tolerance:
+            other = "the ordinary objective `plain`" if checkpointed else "the rematerialized objective (a jax.checkpoint-ed one)"
+            return (f"`{name}` is the Hessian-vector product of {other}, not of {objective}: in this run the grader "
+                    "nudges the derivative rules inside jax.checkpoint-ed functions, and your value did not follow them. "
+                    f"Differentiate {objective} itself.")
+    for direction in candidates:
+        if relative_error(value, oracle.true_hvp(direction)) <= settings.hvp_tolerance:
+            return (f"`{name}` is the exact Hessian-vector product, but not what JAX's second-order autodiff returned "
+                    "in this run (the grader's runs nudge JAX's derivative rules by tiny amounts that only autodiff "
+                    "follows): it was computed another way (NumPy, a formula or typed numbers). Differentiate the "
+                    f"gradient of {objective} with JAX.")
+    gradient_like = close_vectors(value, oracle.autodiff_gradient, settings.hvp_approximate_fraction, 0.0)[0]
+    assert not gradient_like, f"`{name}` equals the gradient, not a Hessian-vector product: differentiate the gradient once more."
+    for direction in candidates:
+        error = relative_error(value, oracle.hvp(direction, checkpointed))
+        if error <= settings.hvp_approximate_fraction:
+            return (f"`{name}` is close to the Hessian-vector product of {objective} but not exact (its largest "
+                    f"difference is {error:.2g} of the largest entry), as an approximation such as a finite "
+                    "difference of gradients would be. Compute it by differentiating the gradient exactly.")
+    return (f"`{name}` does not match second-order autodiff of {objective} along any direction your code made "
+            "(the grader compares it with the Hessian-vector product along every vector of length "
+            f"{settings.width} your file created before it). Check the function you differentiate, the point (`x`) "
+            "and the tangent you pass.")
 
 
 def hvps_have_shape_and_are_finite(run, oracle, settings):
@@ -437,39 +501,34 @@ def hvps_have_shape_and_are_finite(run, oracle, settings):
 
 
 def hvp_direction_is_nonuniform(run, oracle, settings):
-    direction = _direction_used(run, oracle, settings, "hvp_plain")
+    try:
+        direction = _explained_by(run, oracle, settings, "hvp_plain", False)
+    except AssertionError:   # hvp_plain itself is unusable; its own checks say why
+        direction = None
+    if direction is None:
+        direction = as_vector(run["direction"], "`direction`", settings.width)
     spread = float(np.max(direction) - np.min(direction))
     assert spread > settings.nonuniform_fraction * float(np.max(np.abs(direction))) and spread > 0, (
-        "The HVP direction is uniform (all entries equal). Use a nonuniform direction such as jnp.linspace(-1., 1., len(x)): "
-        "a uniform one probes only one combination of the Hessian's columns.")
+        "The HVP direction is uniform (all entries equal): a uniform direction probes only one combination of the "
+        "Hessian's columns. Use a direction whose entries differ.")
     return "The HVP direction is nonuniform."
 
 
 def hvp_plain_matches_oracle(run, oracle, settings):
-    hvp = _hvp(run, settings, "hvp_plain")
-    direction = _direction_used(run, oracle, settings, "hvp_plain")
-    ok, worst = close_vectors(hvp, oracle.hvp(direction), settings.hvp_rtol, settings.hvp_atol_scale)
-    if not ok:
-        gradient_like = close_vectors(hvp, oracle.gradient, settings.hvp_rtol, settings.hvp_atol_scale)[0]
-        assert not gradient_like, "`hvp_plain` equals the gradient, not a Hessian-vector product: apply jax.jvp to jax.grad(plain)."
-        assert worst > settings.hvp_approximate_fraction, (
-            f"`hvp_plain` is close to the exact Hessian-vector product but not exact (its largest difference is {worst:.2g} "
-            "of the largest entry), as an approximation would be. Differentiate exactly: jax.jvp(jax.grad(plain), (x,), (direction,)).")
-        raise AssertionError(
-            f"`hvp_plain` differs from the exact Hessian-vector product along the direction it was computed with (largest "
-            f"difference {worst:.2g} of the largest entry). Apply jax.jvp to jax.grad(plain) with primal (x,) and tangent (direction,).")
-    return "`hvp_plain` is the exact Hessian-vector product of `plain`." + _second_order(run, oracle, settings, "hvp_plain", hvp, False)
+    if _explained_by(run, oracle, settings, "hvp_plain", False) is not None:
+        return "`hvp_plain` is second-order autodiff of `plain`."
+    raise AssertionError(_hvp_diagnosis(run, oracle, settings, "hvp_plain", False))
 
 
 def hvp_remat_matches(run, oracle, settings):
-    hvp_plain, hvp_remat = _hvp(run, settings, "hvp_plain"), _hvp(run, settings, "hvp_remat")
-    direction = _direction_used(run, oracle, settings, "hvp_remat")
-    ok, worst = close_vectors(hvp_remat, oracle.hvp(direction), settings.hvp_rtol, settings.hvp_atol_scale)
-    assert ok, (f"`hvp_remat` differs from the exact Hessian-vector product along the direction it was computed with "
-                f"(largest difference {worst:.2g} of the largest entry). Differentiate `remat` the same way as `plain`, "
-                "with the same primal point and tangent.")
-    pair_ok, pair_worst = close_vectors(hvp_remat, hvp_plain, settings.hvp_pair_rtol, settings.hvp_pair_atol_scale)
-    assert pair_ok, (f"`hvp_plain` and `hvp_remat` disagree (largest difference {pair_worst:.2g} of the largest entry); "
-                     "use the same point and tangent for both.")
-    return ("`hvp_remat` matches `hvp_plain` and the exact HVP: recomputation preserved second-order behaviour."
-            + _second_order(run, oracle, settings, "hvp_remat", hvp_remat, True))
+    remat_direction = _explained_by(run, oracle, settings, "hvp_remat", True)
+    if remat_direction is None:
+        raise AssertionError(_hvp_diagnosis(run, oracle, settings, "hvp_remat", True))
+    plain_direction = _explained_by(run, oracle, settings, "hvp_plain", False)
+    if plain_direction is not None:
+        assert np.allclose(plain_direction, remat_direction, rtol=1e-6, atol=0.0), (
+            "`hvp_plain` and `hvp_remat` were computed along different tangents; compare the two objectives along "
+            "the same one.")
+        return ("`hvp_remat` is second-order autodiff of the rematerialized objective along the same tangent as "
+                "`hvp_plain`: recomputation preserved second-order behaviour.")
+    return "`hvp_remat` is second-order autodiff of the rematerialized objective."

@@ -9,11 +9,16 @@ from __future__ import annotations
 
 from typing import Any
 
+from grader.common.text import clip
+from grader.runs.places import failure_place
+from grader.runs.snapshot import where
+
 PREFIX = "builtin:"
 
 # How a run that did not complete ended, in words a student can act on (`{where}`: the line of sys.exit).
 RUN_OUTCOMES = {
     "sys_exit": "your file called sys.exit at {where}; code after it never ran",
+    "syntax_error": "your file stopped at a syntax error",
     "exited_early": "the process ended without finishing (os._exit, a crash or a memory limit)",
     "killed_wall": "the run hit the wall-clock limit and was stopped",
     "setup_failed": "the grader could not prepare the run",
@@ -32,13 +37,14 @@ def no_statement_failed(run: Any, oracle: Any, settings: Any) -> str:
         raise AssertionError(f"The statement{after} never finished: it {cause}.")
     syntax = snap.syntax_error
     if syntax:
-        raise AssertionError(f"Your file has a syntax error at {_place(syntax)} ({syntax['message']}); "
-                             "the code after it did not run.")
+        rest = ("that cell did not run" if syntax.get("cell") is not None else "the code after it did not run")
+        raise AssertionError(f"Your file has a syntax error at {_place(syntax)} ({clip(syntax['message'], 200)}); {rest}.")
     if failures:
         first = failures[0]
-        kind = "ran out of time" if first.status == "timeout" else f"raised {first.error['type']}: {first.error['message'][:300]}"
+        kind = ("ran out of time" if first.status == "timeout"
+                else f"raised {first.raised['type']}: {clip(first.raised['message'], 300)}")
         more = f" ({len(failures) - 1} more statement(s) failed after it)" if len(failures) > 1 else ""
-        raise AssertionError(f"The statement at {run.where(first.index)} {kind}{more}. Read the traceback in your output "
+        raise AssertionError(f"The statement at {failure_place(first)} {kind}{more}. Read the traceback in your output "
                              "and fix the first error first.")
     return "Every top-level statement ran without an error."
 
@@ -46,6 +52,8 @@ def no_statement_failed(run: Any, oracle: Any, settings: Any) -> str:
 def ran_to_the_end(run: Any, oracle: Any, settings: Any) -> str:
     """The run completed: no syntax error, no sys.exit or crash, nothing interrupted at the soft time limit."""
     snap = run.snapshot
+    if snap.syntax_error and snap.syntax_error.get("cell") is not None:
+        raise AssertionError(f"{_place(snap.syntax_error)} has a syntax error, so that cell never ran.")
     if snap.syntax_error:
         raise AssertionError(f"Your file stops at a syntax error at {_place(snap.syntax_error)}; the rest never ran.")
     if not run.completed:
@@ -60,5 +68,4 @@ BUILTIN_CHECKS = {"no_statement_failed": no_statement_failed, "ran_to_the_end": 
 
 
 def _place(problem: dict) -> str:
-    line, cell = problem.get("line"), problem.get("cell")
-    return f"cell {cell}, line {line}" if cell is not None else f"line {line}"
+    return where(problem.get("line"), problem.get("cell"))

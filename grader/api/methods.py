@@ -1,8 +1,11 @@
-"""Reading method evidence in checks: where functions were evaluated and how deeply they were differentiated.
+"""Reading method evidence in checks: where the student's code evaluated a function, and which vectors it made.
 
-Check authors get a run's calls from `run.calls_for(name)` (the calls made by the statements that produced that
-name's graded value) and ask these questions of them. Nothing here knows a lesson: points, bases, directions
-and widths come from the check.
+A check gets a run's evidence from `run.evaluations(until=name)` and `run.sightings(until=name)` (everything the
+run recorded up to the statement that made `name`'s graded binding; see grader/runs/evidence.py) and asks these
+questions of it. The principle: a method is credited only when the graded value is what the recorded outputs of
+that method give (e.g. a difference quotient of two recorded evaluations, each verified against the oracle's
+value of the function at that point), never because a call of the right kind happened nearby. Nothing here knows
+a lesson: bases, directions, widths and tolerances come from the check.
 """
 
 from __future__ import annotations
@@ -12,109 +15,151 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from grader.runs.evidence import CallEvent
+from grader.runs.evidence import Evaluation, Sighting
+
+SINGLE = float(np.finfo(np.float32).eps)     # 2^-23: the rounding unit of the float32 numbers JAX computes with
+TINY = float(np.finfo(np.float32).tiny)
+MAX_POINTS = 20000
 
 
-def _rows(array: np.ndarray, width: int) -> list[np.ndarray]:
-    """A (width,) array as one point, a (k, width) array as k points (a vmapped batch), anything else as none."""
-    if array.ndim == 1 and array.shape[0] == width:
-        return [array]
-    if array.ndim == 2 and array.shape[1] == width and array.shape[0] <= 64:
-        return list(array)
-    return []
+@dataclass(frozen=True)
+class PointValue:
+    """A function's value at a point, as one recorded evaluation returned it."""
+
+    stmt: int
+    point: np.ndarray      # the argument (float64 copy of what the run passed)
+    value: float           # the number returned there
+    traced: bool           # reported by a compiled program as it ran
 
 
-def evaluation_points(calls: Iterable[CallEvent], width: int) -> list[np.ndarray]:
-    """Points at which a function was evaluated outside any differentiation (student code, jit, vmap)."""
-    points = []
-    for call in calls:
-        for evaluation in call.evaluations:
-            for arg in evaluation.args:
-                points += _rows(arg, width)
-    return points
+def point_values(evaluations: Iterable[Evaluation], width: int) -> list[PointValue]:
+    """Every (point, number) pair the evaluations show: a real (width,) argument with one real number returned,
+    or a (k, width) batch with k numbers returned (a vmapped or stacked evaluation)."""
+    found: list[PointValue] = []
+    for evaluation in evaluations:
+        numbers = [r for r in evaluation.results if r.dtype.kind in "fiu" and r.ndim <= 1]
+        points = [a for a in evaluation.args if a.dtype.kind in "fiu" and a.shape[-1:] == (width,) and a.ndim in (1, 2)]
+        for point in points:
+            rows = point.reshape(-1, width)
+            for result in numbers:
+                if result.size != len(rows):
+                    continue
+                for row, value in zip(rows, result.reshape(-1)):
+                    if np.isfinite(value) and np.all(np.isfinite(row)):
+                        found.append(PointValue(evaluation.stmt, np.asarray(row, dtype=np.float64), float(value),
+                                                evaluation.traced))
+        if len(found) >= MAX_POINTS:
+            break
+    return found
 
 
-def differentiated_points(calls: Iterable[CallEvent], width: int, order: int = 1) -> list[np.ndarray]:
-    """Points at which a root call of exactly `order` differentiation levels was evaluated (e.g. `grad(f)(p)`)."""
-    points = []
-    for call in calls:
-        if call.concrete and call.autodiff and call.order == order:
-            for arg in call.args:
-                points += _rows(arg, width)
-    return points
+def complex_points(evaluations: Iterable[Evaluation], width: int) -> int:
+    """How many evaluations were made at complex points of this width (a complex-step derivative)."""
+    return sum(1 for e in evaluations if any(a.dtype.kind == "c" and a.shape[-1:] == (width,) for a in e.args))
 
 
 @dataclass
 class Steps:
-    """Evaluation points seen from a base point: steps along a direction, elsewhere nearby, or at the base."""
+    """Evaluated points seen from a base point: steps s along a direction (base + s * direction), other nearby
+    points, and points at the base itself."""
 
-    along: list[float] = field(default_factory=list)      # s for points base + s * direction
-    elsewhere: list[np.ndarray] = field(default_factory=list)   # nearby points off that line (the offsets)
-    at_base: bool = False
+    along: list[tuple[float, PointValue]] = field(default_factory=list)
+    off_line: list[PointValue] = field(default_factory=list)
+    at_base: list[PointValue] = field(default_factory=list)
+    rounding: float = 0.0      # how far float32 rounding alone moves a point off its place (max-norm)
 
-    def symmetric(self, rtol: float = 1e-2) -> list[float]:
-        """Step sizes h with both +h and -h present (a central difference)."""
-        positive = [s for s in self.along if s > 0]
-        negative = [-s for s in self.along if s < 0]
-        return sorted({h for h in positive if any(abs(h - m) <= rtol * h for m in negative)})
+    def opposite_pairs(self, rtol: float = 1e-2) -> list[tuple[float, PointValue, PointValue]]:
+        """(h, value at base + h v, value at base - h v) for every step taken both ways (a central difference),
+        smallest mismatch first; steps match to `rtol` or to the rounding of the points."""
+        minus = [(s, p) for s, p in self.along if s < 0]
+        pairs = []
+        for s, plus in self.along:
+            if s <= 0:
+                continue
+            for t, other in minus:
+                if abs(s + t) <= rtol * s + 2 * self.rounding:
+                    pairs.append((abs(s + t), (s - t) / 2, plus, other))
+        pairs.sort(key=lambda item: item[0])
+        return [(h, plus, other) for _, h, plus, other in pairs]
 
     @property
     def one_sided(self) -> str | None:
-        """"forward" or "backward" when the steps go one way only (with or without the base point)."""
-        if not self.along or self.symmetric():
+        """"forward" or "backward" when every step goes one way (with or without the base point)."""
+        if not self.along or self.opposite_pairs():
             return None
-        if all(s > 0 for s in self.along):
+        if all(s > 0 for s, _ in self.along):
             return "forward"
-        if all(s < 0 for s in self.along):
+        if all(s < 0 for s, _ in self.along):
             return "backward"
         return None
 
 
-def steps_from(points: Iterable[np.ndarray], base: np.ndarray, direction: np.ndarray, radius: float,
-               rtol: float = 1e-2) -> Steps:
-    """Classify points within `radius` (max-norm) of `base` by how they lie relative to `base + s * direction`."""
-    steps = Steps()
+def steps_from(pairs: Iterable[PointValue], base: np.ndarray, direction: np.ndarray, radius: float) -> Steps:
+    """Classify the points within `radius` (max-norm) of `base` by how they lie relative to base + s * direction.
+
+    A point counts as on the line when it is there to the float32 rounding of `base + s * direction` (as a run
+    computes it), and at the base only when it is the base itself."""
+    base = np.asarray(base, dtype=np.float64)
     direction = np.asarray(direction, dtype=np.float64)
     norm2 = float(direction @ direction)
-    scale = float(np.max(np.abs(base))) if base.size else 1.0
-    for point in points:
-        offset = np.asarray(point, dtype=np.float64) - base
+    rounding = 2 * SINGLE * (float(np.max(np.abs(base))) if base.size else 1.0)
+    steps = Steps(rounding=rounding)
+    for pair in pairs:
+        offset = pair.point - base
         size = float(np.max(np.abs(offset))) if offset.size else 0.0
-        if size <= 1e-6 * max(scale, 1e-30):
-            steps.at_base = True
+        if size <= 1e-12 * max(rounding, 1e-300):
+            steps.at_base.append(pair)
             continue
         if size > radius or norm2 == 0:
             continue
         s = float(offset @ direction) / norm2
         residual = float(np.max(np.abs(offset - s * direction)))
-        if residual <= rtol * abs(s) * float(np.max(np.abs(direction))) + 1e-7 * scale:
-            steps.along.append(s)
+        if residual <= rounding + 1e-3 * abs(s) * float(np.max(np.abs(direction))):
+            steps.along.append((s, pair))
         else:
-            steps.elsewhere.append(offset)
+            steps.off_line.append(pair)
     return steps
 
 
-def deepest(calls: Iterable[CallEvent]) -> int:
-    """The most differentiation levels any of the calls reached (0: none)."""
-    return max((call.order for call in calls if call.differentiates), default=0)
-
-
-def matching_output(calls: Iterable[CallEvent], value: np.ndarray, rtol: float = 1e-5) -> list[CallEvent]:
-    """The calls that returned (an array equal to) `value`: which of several computations produced it."""
-    found = []
-    for call in calls:
-        for output in call.outputs:
-            if output.shape == value.shape and np.allclose(output, value, rtol=rtol, atol=rtol * float(np.max(np.abs(value)) or 1)):
-                found.append(call)
-                break
+def central_quotients(plus: PointValue, minus: PointValue, step: float) -> list[float]:
+    """(plus - minus) / (2 step) as a student's code may have computed it from these two returned numbers: in
+    float64, and in float32 in the usual orders (a difference divided by 2*step, by 2 then step, or multiplied by
+    1/(2 step); step as given or first rounded to float32)."""
+    f32 = np.float32
+    difference = f32(f32(plus.value) - f32(minus.value))
+    found = [(plus.value - minus.value) / (2.0 * step)]
+    for s in (step, float(f32(step))):
+        found += [float(difference / f32(2.0 * s)), float(difference / f32(2.0) / f32(s)),
+                  float(difference * f32(1.0 / (2.0 * s))), float(f32(plus.value / f32(2.0 * s)) - f32(minus.value / f32(2.0 * s)))]
     return found
 
 
-def tangents(calls: Iterable[CallEvent], width: int) -> list[np.ndarray]:
-    """The (width,) tangents the calls were handed (jvp tangents, linearized or pullback inputs), in order."""
+def rounding_units(a: float, b: float) -> float:
+    """|a - b| in units of float32 rounding at b's size (how many last digits of a float32 number apart)."""
+    unit = SINGLE * max(abs(b), TINY)
+    return abs(a - b) / unit
+
+
+def vectors(sightings: Iterable[Sighting], width: int) -> list[np.ndarray]:
+    """The distinct real (width,) vectors the run's expressions produced, in order (float64 copies)."""
     found: list[np.ndarray] = []
-    for call in calls:
-        for tangent in call.tangents:
-            if tangent.ndim == 1 and tangent.shape[0] == width and not any(np.array_equal(tangent, t) for t in found):
-                found.append(tangent)
+    seen: set[bytes] = set()
+    for sighting in sightings:
+        array = sighting.array
+        if array.dtype.kind not in "fiu" or array.shape != (width,):
+            continue
+        vector = np.asarray(array, dtype=np.float64)
+        key = vector.tobytes()
+        if key not in seen and np.all(np.isfinite(vector)):
+            seen.add(key)
+            found.append(vector)
     return found
+
+
+def relative_error(actual: np.ndarray, expected: np.ndarray) -> float:
+    """max|actual - expected| / max|expected| (inf when expected is all zeros and actual is not)."""
+    scale = float(np.max(np.abs(expected))) if expected.size else 0.0
+    error = float(np.max(np.abs(np.asarray(actual, dtype=np.float64) - expected))) if expected.size else 0.0
+    if scale == 0.0:
+        return 0.0 if error == 0.0 else float("inf")
+    return error / scale

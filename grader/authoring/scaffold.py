@@ -25,6 +25,7 @@ import builtins
 import copy
 from dataclasses import dataclass, field
 
+from grader.common.text import parses
 from grader.intake.regions import Region, RegionError, find_regions  # noqa: F401  (starter imports them here)
 
 # A clause header is checked by parsing it after one of these openers (it cannot parse on its own).
@@ -116,16 +117,8 @@ def _is_code(line: str) -> bool:
     return bool(line.strip()) and not line.lstrip().startswith("#")
 
 
-def _parses(text: str) -> bool:
-    try:
-        ast.parse(text)
-    except SyntaxError:
-        return False
-    return True
-
-
 def _is_clause_header(line: str) -> bool:
-    return any(_parses(opener + line + "\n    pass\n") for opener in _CLAUSE_OPENERS)
+    return any(parses(opener + line + "\n    pass\n") for opener in _CLAUSE_OPENERS)
 
 
 def _clauses(lines: list[str]) -> list[tuple[int, list[str]]]:
@@ -148,7 +141,7 @@ def _clauses(lines: list[str]) -> list[tuple[int, list[str]]]:
 
 def _bodies(lines: list[str]) -> list[list[str]]:
     """The statement lists of a region (itself, or each clause's dedented body)."""
-    if _parses("\n".join(lines)):
+    if parses("\n".join(lines)):
         return [lines]
     return [_dedent(body) for _, body in _clauses(lines)]
 

@@ -89,6 +89,15 @@ def render(assignment: Assignment, scaffold: bool = True) -> Rendered:
     return Rendered(python, notebook, chunks)
 
 
+def public_code(assignment: Assignment) -> str:
+    """The starter's Python, the code every student is given: what warms the compilation cache every run reads
+    (grader.runs.compile_cache). Empty when the starter cannot be rendered: runs then compile everything."""
+    try:
+        return render(assignment).python
+    except (BuildError, OSError):
+        return ""
+
+
 def write_starters(assignment: Assignment, out: Path) -> list[Path]:
     """Write `<stem>.py` and `<stem>.ipynb` into `out` (only when their content changed); return both paths."""
     rendered = render(assignment)

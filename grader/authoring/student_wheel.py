@@ -42,7 +42,8 @@ from grader.grading.reference import encoded_facts
 from grader.lms.autograder_zip import FIXED_TIME, _files_under
 
 SHIPPED = ("oracle.py", "scenario_setup.py", "probes.py")     # besides assignment.toml and checks.py
-REQUIREMENTS = ("jax", "jaxlib", "numpy", "pytest")            # what a check imports (pytest: assertion rewriting)
+# What a check imports (pytest: assertion rewriting), and IPython, whose input transformer reads a notebook's cells.
+REQUIREMENTS = ("jax", "jaxlib", "numpy", "pytest", "ipython")
 ENTRY_POINT = "grader.student.terminal:main"
 
 

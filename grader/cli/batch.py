@@ -17,9 +17,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from grader import __version__
+from grader.authoring.starter import public_code
 from grader.common.environment import environment
 from grader.common.files import remove_torn_writes
-from grader.config.assignment import Assignment
+from grader.config.assignment import Assignment, ConfigError
 from grader.grading.grade import grade_one
 from grader.grading.warm_state import WarmState
 from grader.grading.warm_up import WarmUp, warmed_up
@@ -28,8 +29,12 @@ from grader.lms.canvas import Roster
 from grader.model.record import Record, record_from_json
 from grader.outputs.batch_files import BatchFiles
 from grader.outputs.progress import Progress
+from grader.outputs.results_folder import claim
+from grader.outputs.similarity_view import write_similarity_csv
 from grader.outputs.writers import result_path
 from grader.runs.jobs import Runner, fresh_variant_seed, scenario_seed
+from grader.similarity.report import SimilarityOptions, run_keeper, safe_similarity, settings_for
+from grader.similarity.store import ensure_sidecars
 
 
 @dataclass
@@ -58,15 +63,20 @@ def previous_record(out: Path, submission: Submission, assignment: Assignment) -
 
 def grade_folder(assignment: Assignment, folder: Path, out: Path, workers: int | None = None, regrade: bool = False,
                  variant_seed: int | None = None, progress: Progress | Callable[[str], None] | None = None,
-                 roster: Path | None = None, cache: Path | None = None) -> BatchResult:
+                 roster: Path | None = None, similarity: SimilarityOptions | None = None,
+                 cache: Path | None = None) -> BatchResult:
     """`cache`: the cache folder holding the warm state (default: the user's, grader/common/user_cache.py)."""
     started = time.monotonic()
     folder, out = Path(folder).absolute(), Path(out).absolute()   # sandboxes bind these by path: never relative
     progress = progress if isinstance(progress, Progress) else (Progress.lines(progress) if progress else Progress())
-    out.mkdir(parents=True, exist_ok=True)
-    remove_torn_writes(out)  # left by a run that was killed mid-write; finished files are whole
     submissions = discover(folder, assignment.submission_filename,
                            assignment.max_submission_bytes, exclude=out)
+    if not submissions:   # nothing to grade: write nothing (a header-only grades.csv beside old records would lie)
+        raise ConfigError(f"no submissions in {folder}: it should hold <id>.py or <id>.ipynb files, or <id>/ folders "
+                          f"with one file each (the Gradescope and otter layouts)")
+    for note in claim(out, folder, assignment.id, [s.id for s in submissions]):   # one class per results folder
+        progress.note(note)
+    remove_torn_writes(out)  # left by a run that was killed mid-write; finished files are whole
     seed = variant_seed if variant_seed is not None else fresh_variant_seed(assignment)
     result = BatchResult(variant_seed=seed)
     pending = []
@@ -84,10 +94,11 @@ def grade_folder(assignment: Assignment, folder: Path, out: Path, workers: int |
     warm: WarmUp | None = None
 
     def figures_for(record_seed: int) -> dict:
-        """The reference's figures in a record's world: this batch's from its warm-up, others' from the warm state."""
+        """The reference's figures in a record's worlds (its variant seed is its batch seed, as grade() ran it):
+        this batch's from its warm-up, others' from the warm state."""
         if warm is not None and record_seed == seed:
             return warm.figures()
-        return WarmState(assignment, cache).figures(seed_map(assignment, record_seed))
+        return WarmState(assignment, cache).figures(seed_map(assignment, record_seed), record_seed)
 
     files = BatchFiles(out, assignment, figures_for)
     for record in result.records:
@@ -95,19 +106,27 @@ def grade_folder(assignment: Assignment, folder: Path, out: Path, workers: int |
     if any(not s.problem for s in pending):   # something will run: warm up first (a file that cannot run needs none)
         progress.stage("Warming up")
         try:
-            with warmed_up(assignment, seeds, progress.note, cache, steps=progress.note) as warm:
+            with warmed_up(assignment, seeds, progress.note, cache, steps=progress.note,
+                           public_source=public_code(assignment), batch_seed=seed) as warm:
                 result.records += _grade(assignment, pending, warm.facts, seed, warm.runner, workers, progress, files,
-                                         warm)
+                                         warm, out)
                 warm.figures()   # a warm-up that failed after the last record is still the batch's failure
         finally:
             progress.finish()
     elif pending:
-        result.records += _grade(assignment, pending, {}, seed, None, workers, progress, files, None)
+        result.records += _grade(assignment, pending, {}, seed, None, workers, progress, files, None, out)
+    # The instructor's similarity report (OUT/similarity/ holds each submission's code and values for it)
+    ensure_sidecars(out, submissions)
+    options = similarity or SimilarityOptions()
+    report = None
+    if options.enabled if options.enabled is not None else settings_for(assignment).enabled:
+        report = safe_similarity(out, assignment, options)
+        write_similarity_csv(out, report)
     # LMS files: OUT/gradescope/<id>.json, OUT/final_grades.csv (otter), OUT/canvas.csv (roster: a Canvas export);
     # HTML: OUT/report.html for the instructor (the students' pages are written above, as their records came)
     result.warnings = files.finish(result.records, Roster.load(roster) if roster else None,
                                    {"variant_seed": seed, "seconds": time.monotonic() - started,
-                                    "environment": environment()})
+                                    "environment": environment()}, report)
     result.seconds = time.monotonic() - started
     return result
 
@@ -118,13 +137,14 @@ def seed_map(assignment: Assignment, variant_seed: int) -> dict[str, int]:
 
 
 def _grade(assignment: Assignment, pending: list[Submission], facts: dict, seed: int, runner: Runner | None,
-           workers: int | None, progress: Progress, files: BatchFiles, warm: WarmUp | None) -> list[Record]:
+           workers: int | None, progress: Progress, files: BatchFiles, warm: WarmUp | None, out: Path) -> list[Record]:
     """Grade `pending` in parallel; each record's files are written as it arrives. A warm-up that fails meanwhile
     (the reference did not run cleanly in the variant world) stops the batch before any later record is written."""
     records = []
     progress.start(len(pending))
     with ThreadPoolExecutor(max_workers=max(1, workers or os.cpu_count() or 1)) as pool:
-        futures = {pool.submit(grade_one, assignment, s, facts, seed, runner): s for s in pending}
+        futures = {pool.submit(grade_one, assignment, s, facts, seed, runner, run_keeper(out, s, assignment)): s
+                   for s in pending}
         try:
             for future in as_completed(futures):
                 failure = warm.failure() if warm else None

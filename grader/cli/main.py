@@ -17,6 +17,7 @@ from grader import __version__
 from grader.authoring.build import BuildError, build
 from grader.authoring.new_lesson import NewLessonError, new_lesson
 from grader.cli.batch import grade_folder
+from grader.cli.similar import add_similarity_options, options_from, similar_command
 from grader.cli.trial import trial_grading
 from grader.common.user_cache import CACHE_DIR_ENV, use_cache_dir
 from grader.config.assignment import ConfigError, available, find_root, load
@@ -39,6 +40,14 @@ def main(argv: list[str] | None = None) -> int:
     grade_cmd.add_argument("--variant-seed", type=int, default=None, help="fix the variant scenario's seed (default: random)")
     grade_cmd.add_argument("--roster", type=Path, help="a Canvas gradebook export (CSV) whose students fill canvas.csv")
     grade_cmd.add_argument("--cache-dir", type=Path, help=CACHE_HELP)
+    add_similarity_options(grade_cmd, on_grade=True)
+
+    similar_cmd = commands.add_parser("similar", help="the instructor's similarity report of a results folder, "
+                                      "without grading again (report.html section and similarity.csv)")
+    similar_cmd.add_argument("out", type=Path, help="the results folder `grader grade` wrote")
+    similar_cmd.add_argument("--assignment", help=ASSIGNMENT_HELP)
+    similar_cmd.add_argument("--root", type=Path, help=ROOT_HELP)
+    add_similarity_options(similar_cmd, on_grade=False)
 
     check_cmd = commands.add_parser("check", help="grade one file and print its visible feedback (exit 0 at full marks)")
     add_check_arguments(check_cmd)
@@ -70,7 +79,12 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "new":
         return _new(args)
     try:
-        assignment = load(*_which_assignment(args))
+        which = _which_assignment(args)
+    except ConfigError as error:   # which assignment is a usage question, for every command: exit 2
+        print(f"grader: {error}", file=sys.stderr)
+        return 2
+    try:
+        assignment = load(*which)
     except ConfigError as error:
         if args.command == "validate":
             print(f"FAILED: the configuration is not valid\n{error}", file=sys.stderr)
@@ -83,6 +97,8 @@ def main(argv: list[str] | None = None) -> int:
         return _grade(assignment, args)
     if args.command == "build":
         return _build(assignment, args)
+    if args.command == "similar":
+        return similar_command(assignment, args)
     return _check(assignment, args)
 
 
@@ -91,7 +107,8 @@ ASSIGNMENT_HELP = ("assignment id, or the path of its folder assignments/<id>/ "
 ROOT_HELP = "project root holding assignments/ (default: found from the current folder)"
 CACHE_HELP = (f"folder for the warm state kept between commands: reference facts, compiled programs (default: "
               f"${CACHE_DIR_ENV} when set, else the user's cache folder, ~/.cache/jax-course-grader)")
-NAMED_BY = {"grade": "--assignment ID", "check": "--assignment ID", "build": "`grader build ID`"}
+NAMED_BY = {"grade": "--assignment ID", "check": "--assignment ID", "build": "`grader build ID`",
+            "validate": "`grader validate ID`", "similar": "--assignment ID"}
 
 
 def _which_assignment(args) -> tuple[str, Path]:
@@ -156,7 +173,7 @@ def _grade(assignment, args) -> int:
     out = args.out or folder.resolve().parent / "results"
     try:
         result = grade_folder(assignment, folder, out, args.workers, args.regrade, args.variant_seed,
-                              roster=args.roster)
+                              roster=args.roster, similarity=options_from(args))
     except ConfigError as error:
         print(f"grader: {error}", file=sys.stderr)
         return 2
@@ -172,8 +189,9 @@ def _grade(assignment, args) -> int:
               "their records say so and a re-run grades them again.", file=sys.stderr)
     broken = sorted({check for r in result.records for check in (r.get("check_errors") or {})})
     if broken:
-        print(f"grader: check(s) {', '.join(broken)} raised errors of their own (bugs in checks.py; the students were "
-              "not marked down); the tracebacks are under check_errors in the records and in report.html.", file=sys.stderr)
+        print(f"grader: check(s) {', '.join(broken)} raised something other than an assertion (excused where the "
+              "reference solution's run raises alike: a bug in checks.py; charged where only a submission's values lead "
+              "there); the tracebacks are under check_errors in the records and in report.html.", file=sys.stderr)
     return 1 if failed or broken else 0
 
 

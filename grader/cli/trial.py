@@ -1,6 +1,7 @@
-"""`grader validate`: after the load-time checks of the configuration, grade the reference solution as a student
-submission. It must score full marks: a check that fails it, or a check or oracle that raises, is a bug the
-instructor fixes before any student is graded."""
+"""`grader validate`: after the load-time checks of the configuration, everything `grader build` makes is made in
+memory (the starters from the solution's exercise regions, the autograder zip, the student wheel), then the
+reference solution is graded as a student submission. It must score full marks: a check that fails it, or a check
+or oracle that raises, is a bug the instructor fixes before any student is graded."""
 
 from __future__ import annotations
 
@@ -10,10 +11,14 @@ from collections.abc import Callable
 from contextlib import ExitStack
 from pathlib import Path
 
+from grader.authoring.starter import BuildError, public_code, render
+from grader.authoring.student_wheel import build_wheel_bytes
+from grader.common.user_cache import user_cache_dir
 from grader.config.assignment import Assignment, ConfigError
 from grader.grading.grade import grade
 from grader.grading.warm_up import warmed_up
 from grader.intake.discovery import load_single
+from grader.lms.autograder_zip import OtterConfigError, build_zip_bytes
 from grader.model.record import Record
 from grader.runs.jobs import fresh_variant_seed, scenario_seed
 
@@ -32,7 +37,8 @@ def trial_problems(assignment: Assignment, note: Callable[[str], None] = lambda 
     seeds = {name: scenario_seed(assignment, scenario, variant_seed) for name, scenario in assignment.scenarios.items()}
     with ExitStack() as stack:
         try:
-            warm = stack.enter_context(warmed_up(assignment, seeds, note, cache, warm_fresh_seeds=False, steps=note))
+            warm = stack.enter_context(warmed_up(assignment, seeds, note, cache, warm_fresh_seeds=False, steps=note,
+                                                   public_source=public_code(assignment), batch_seed=variant_seed))
         except ConfigError as error:
             return [f"measuring the reference solution failed: {error}"], None
         try:
@@ -58,13 +64,30 @@ def trial_problems(assignment: Assignment, note: Callable[[str], None] = lambda 
     return problems, record
 
 
+def build_problems(assignment: Assignment) -> list[str]:
+    """What would stop `grader build` (a region without its END marker, a template error, an otter option that
+    cannot be honoured, a package file missing), found by building every product in memory."""
+    if not assignment.solution_path.is_file():
+        return []          # trial_problems says so
+    steps = [("the starters", lambda: render(assignment)), ("the autograder zip", lambda: build_zip_bytes(assignment)),
+             ("the student wheel", lambda: build_wheel_bytes(assignment, user_cache_dir()))]
+    problems = []
+    for product, make in steps:
+        try:
+            make()
+        except (BuildError, OtterConfigError, ConfigError, OSError, ValueError) as error:
+            problems.append(f"`grader build` would fail making {product}: {error}")
+    return problems
+
+
 def trial_grading(assignment: Assignment) -> int:
     """Print OK or every problem; the exit status of `grader validate` (0 ready, 1 not)."""
     print(f"{assignment.id}: configuration valid ({len(assignment.checks)} checks, {assignment.max_score:g} points); "
-          f"trial grading of {assignment.solution_path.name} ...")
+          f"building in memory and trial grading of {assignment.solution_path.name} ...")
     problems, record = trial_problems(assignment, lambda text: print(f"  {text}", flush=True))
+    problems = build_problems(assignment) + problems
     if problems:
-        print(f"FAILED: the reference solution does not score full marks ({len(problems)} problem(s)):", file=sys.stderr)
+        print(f"FAILED: {len(problems)} problem(s) to fix before grading:", file=sys.stderr)
         for problem in problems:
             print(f"- {problem}", file=sys.stderr)
         return 1

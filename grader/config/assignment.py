@@ -119,6 +119,12 @@ class Assignment:
         """[bindings]: which binding of a contract name is graded when the file binds it more than once."""
         return dict(self.config.get("bindings", {}))
 
+    @property
+    def exercise_bindings(self) -> dict[str, str]:
+        """[exercise_bindings]: name -> exercise region; a name bound inside its region is graded as the region
+        leaves it (see grader/runs/provenance.py)."""
+        return dict(self.config.get("exercise_bindings", {}))
+
 
 def _import_path(path: Path, name: str) -> types.ModuleType:
     spec = importlib.util.spec_from_file_location(name, path)

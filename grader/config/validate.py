@@ -10,8 +10,6 @@ Two passes: `config_problems` reads the TOML as plain data (so nothing later mee
 
 from __future__ import annotations
 
-import ast
-import difflib
 import inspect
 import re
 import tomllib
@@ -21,14 +19,20 @@ from pathlib import Path
 from typing import Any
 
 from grader.config.check_functions import BUILTIN_PREFIX, builtin_names, check_function
+from grader.config.child_code import derived_parameters, probe_problems, setup_problems
+from grader.config.evidence_use import evidence_problems
+from grader.config.similarity import similarity_problems
+from grader.config.wording import names as _names
+from grader.config.wording import spelling as _spelling
 from grader.model.limits import Limits
 
 VISIBILITIES = ("visible", "after_due_date", "after_published", "hidden")
-EVIDENCE_BOUNDS = ("max_calls", "max_calls_per_statement", "max_arrays", "max_elements", "max_evaluations")
+EVIDENCE_BOUNDS = ("max_evaluations", "max_evaluations_per_statement", "max_sightings", "max_sightings_per_statement",
+                   "max_elements")
 BINDING_RULES = ("first", "last", "last number", "last vector")   # or "as_of <name>"
 
 TABLES = ("assignment", "parameters", "tolerances", "scenarios", "groups", "checks", "limits", "evidence",
-          "bindings", "report", "starter", "lms")
+          "bindings", "exercise_bindings", "report", "starter", "lms", "similarity")
 REQUIRED_TABLES = ("assignment", "parameters", "scenarios", "groups", "checks")
 ASSIGNMENT_KEYS = {"id": "", "title": "", "solution": "solutions/<id>.py (the reference solution, relative to the project root)",
                    "submission_filename": "", "max_submission_bytes": "1048576 (larger files are not run)",
@@ -90,15 +94,6 @@ def _number(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
-def _names(values: Any) -> str:
-    return ", ".join(str(v) for v in values) or "none"
-
-
-def _spelling(key: str, allowed: Any) -> str:
-    close = difflib.get_close_matches(key, list(allowed), n=1)
-    return f" (did you mean {close[0]!r}?)" if close else ""
-
-
 def _unknown_keys(table: dict, allowed: Any, where: str) -> list[str]:
     return [f"{where}: unknown key {key!r}{_spelling(key, allowed)}: the allowed keys are {_names(allowed)}; "
             "fix its spelling or remove it" for key in table if key not in allowed]
@@ -132,6 +127,7 @@ def config_problems(config: dict[str, Any], folder_name: str) -> list[str]:
     problems += _check_problems(config["checks"], config["groups"], scenarios, contract)
     problems += _limit_problems(config.get("limits", {}))
     problems += _small_table_problems(config, contract)
+    problems += similarity_problems(config)   # the instructor's similarity report (grader/config/similarity.py)
     return problems
 
 
@@ -187,6 +183,9 @@ def _scenario_problems(scenarios: dict) -> list[str]:
         for key in ("description", "failure_hint"):
             if not isinstance(scenario.get(key, ""), str):
                 problems.append(f"{where} {key} = {scenario[key]!r}: must be a string; put it in quotes")
+        if isinstance(scenario.get("failure_hint"), str) and "{seed}" in scenario["failure_hint"]:
+            problems.append(f"{where} failure_hint names {{seed}}: the hint is shown to students as written, and the "
+                            "seed of a graded run is never shown to them; describe what differs instead")
     return problems
 
 
@@ -282,6 +281,12 @@ def _small_table_problems(config: dict, contract: list[str]) -> list[str]:
         problem = binding_rule_problem(rule, contract)
         if problem:
             problems.append(f"[bindings] {name} = {rule!r}: {problem}")
+    for name, region in config.get("exercise_bindings", {}).items():
+        if name not in contract:
+            problems.append(f"[exercise_bindings] {name}: not in [assignment] contract; add it there or remove this line")
+        if not isinstance(region, str) or not region:
+            problems.append(f"[exercise_bindings] {name} = {region!r}: name the exercise region (the <name> of "
+                            "`# BEGIN EXERCISE <name>` in the solution)")
     problems += _unknown_keys(report, REPORT_KEYS, "[report]")
     if "figure" in report and report["figure"] not in contract:
         problems.append(f"[report] figure = {report['figure']!r}: not in [assignment] contract; name a contract name")
@@ -292,11 +297,6 @@ def _small_table_problems(config: dict, contract: list[str]) -> list[str]:
 
 
 # ---- the lesson's Python files ----------------------------------------------------------------------
-
-def _functions(source: str) -> dict[str, ast.FunctionDef]:
-    tree = ast.parse(source)
-    return {node.name: node for node in tree.body if isinstance(node, ast.FunctionDef)}
-
 
 def _accepts(function: Any, *args: Any) -> bool:
     try:
@@ -333,67 +333,7 @@ def module_problems(config: dict[str, Any], folder: Path, shown: Path, oracle: t
         elif not _accepts(function, None, None, None):
             problems.append(f"{shown / 'checks.py'}: {check['function']}{inspect.signature(function)} (check "
                             f"{check['id']}) cannot be called as {check['function']}(run, oracle, settings); give it those parameters")
-    problems += _setup_problems(config, folder, shown)
-    problems += _probe_problems(config, folder, shown)
-    return problems
-
-
-def _child_source(folder: Path, shown: Path, name: str, problems: list[str]) -> dict[str, ast.FunctionDef] | None:
-    path = folder / name
-    if not path.is_file():
-        return None
-    try:
-        return _functions(path.read_text())
-    except SyntaxError as error:
-        problems.append(f"{shown / name}: line {error.lineno}: syntax error ({error.msg}); fix it")
-        return {}
-
-
-def _setup_problems(config: dict, folder: Path, shown: Path) -> list[str]:
-    """Each scenario's set-up function exists in scenario_setup.py and accepts the keywords it is called with
-    (every [parameters] entry and `seed`)."""
-    problems: list[str] = []
-    functions = _child_source(folder, shown, "scenario_setup.py", problems)
-    passed = {*config["parameters"], "seed"}
-    for scenario, table in config["scenarios"].items():
-        for name in table.get("setup", []):
-            if functions is None or name not in functions:
-                where = "there is no scenario_setup.py" if functions is None else "scenario_setup.py has no such function"
-                problems.append(f"{shown / 'assignment.toml'}: [scenarios.{scenario}] setup lists {name!r}: {where}"
-                                f"{_spelling(name, functions or {})}; define def {name}(seed, **_) in "
-                                f"{shown / 'scenario_setup.py'} or remove it from setup")
-                continue
-            args = functions[name].args
-            wanted = [a.arg for a in args.posonlyargs + args.args + args.kwonlyargs]
-            optional = len(args.defaults) + sum(d is not None for d in args.kw_defaults)
-            required = wanted[:len(wanted) - optional] if optional else wanted
-            unknown = [a for a in required if a not in passed]
-            if unknown:
-                problems.append(f"{shown / 'scenario_setup.py'}: {name}() needs {_names(unknown)}, which is not passed: "
-                                f"set-up functions get the [parameters] entries and seed as keywords; add "
-                                f"{unknown[0]} to [parameters] or give it a default")
-            elif args.kwarg is None and args.posonlyargs:
-                problems.append(f"{shown / 'scenario_setup.py'}: {name}() has positional-only parameters: "
-                                "set-up functions are called with keywords; remove the `/`")
-            elif args.kwarg is None:
-                problems.append(f"{shown / 'scenario_setup.py'}: {name}() does not accept **kwargs: it is called with "
-                                "every [parameters] entry and seed as keywords; add **_ to its parameters")
-    return problems
-
-
-def _probe_problems(config: dict, folder: Path, shown: Path) -> list[str]:
-    """A probe's parameters are contract names: the harness calls it with those values from the student's file."""
-    problems: list[str] = []
-    functions = _child_source(folder, shown, "probes.py", problems) or {}
-    contract = config["assignment"].get("contract", [])
-    for name, node in functions.items():
-        if name.startswith("_"):
-            continue
-        args = node.args
-        params = [a.arg for a in args.posonlyargs + args.args + args.kwonlyargs]
-        problems += [f"{shown / 'probes.py'}: probe {name}() has parameter {p!r}, which is not in [assignment] "
-                     f"contract: a probe's parameters are contract names{_spelling(p, contract)}; add {p!r} to the "
-                     "contract or rename the parameter" for p in params if p not in contract]
-        if args.vararg or args.kwarg:
-            problems.append(f"{shown / 'probes.py'}: probe {name}() takes *args or **kwargs: name each contract value it reads")
+    problems += setup_problems(config, folder, shown, derived_parameters(config, oracle, problems))
+    problems += probe_problems(config, folder, shown)
+    problems += evidence_problems(config, folder, shown)
     return problems

@@ -4,20 +4,32 @@ A check function reads like a pytest test: `def check(run, oracle, settings)`, p
 message, and it passes by returning (optionally a short note). It may return `Partial(fraction, note)`.
 It runs once per scenario it lists; its score is the lowest over them, so a hard-coded number that is
 right for the lesson's seed still fails. A name the check needs that is missing or still a TODO costs
-that check alone, and the feedback names it. A check that raises anything but an assertion (a TypeError in
-its own code) has a bug: that is the grader's fault, so the run is excused like a failed set-up and the
-traceback goes to the instructor (`CheckResult.grader_error`), never to the student.
+that check alone, and the feedback names it.
+
+A check that raises anything but an assertion is asked the same question on the reference solution's run of the
+same scenario (same seed, same oracle). Only when it raises the same exception at the same place there is it a
+bug in the check's own logic: the run is excused for that check (the student keeps its points) and the
+traceback goes to the instructor. Otherwise the student's values led the check there, and no value a run sends
+may earn an excuse: the check fails with a plain sentence, and the instructor still gets the traceback
+(`CheckResult.grader_error`, the record's `check_errors`) to judge whether the check should read such values.
+Where the reference's run is not at hand (a student bundle ships no solution) the same holds: no excuse.
 """
 
 from __future__ import annotations
 
+import math
+import numbers
 import traceback
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from grader.common.text import clip
 from grader.config.assignment import Assignment, CheckSpec
+from grader.intake.regions import RegionLines, region_lines
 from grader.model.verdicts import passed
-from grader.runs.evidence import CallEvent
+from grader.runs.evidence import Evaluation, Sighting
+from grader.runs.places import failure_place
 from grader.runs.provenance import Binding, Provenance
 from grader.runs.snapshot import UNFINISHED, Missing, Opaque, Snapshot, Statement, where
 
@@ -36,7 +48,8 @@ class CheckResult:
     max_score: float
     visibility: str
     feedback: str
-    grader_error: str = ""     # for the instructor only: the traceback of a check that itself failed (a bug)
+    grader_error: str = ""     # for the instructor only: tracebacks of the check raising something other than an assertion
+    excused: bool = False      # ...where that was a bug of the check's own (it raised alike on the reference's run)
 
     @property
     def passed(self) -> bool:
@@ -45,13 +58,15 @@ class CheckResult:
 
 class RunView:
     """What a check sees of one scenario's run: values by name (the binding the exercise used), the method
-    evidence behind them, probes, and how the run went."""
+    evidence recorded up to them (evaluations and sightings, grader/runs/evidence.py), probes, and how the run
+    went."""
 
-    def __init__(self, snapshot: Snapshot, bindings: dict[str, str] | None = None):
+    def __init__(self, snapshot: Snapshot, bindings: dict[str, str] | None = None,
+                 exercise_bindings: dict[str, str] | None = None, regions: dict[str, list[RegionLines]] | None = None):
         self.snapshot = snapshot
         self.scenario = snapshot.scenario
         self.seed = snapshot.seed
-        self.provenance = Provenance(snapshot, bindings or {})
+        self.provenance = Provenance(snapshot, bindings or {}, exercise_bindings, regions)
 
     def has(self, name: str) -> bool:
         try:
@@ -90,16 +105,37 @@ class RunView:
             raise Missing(name, f"was still a TODO when `{when}` was computed")
         return value
 
-    def calls_for(self, name: str) -> list[CallEvent]:
-        """Method evidence: the calls made by the statements that produced `name`'s graded binding."""
-        return self.provenance.calls_for(name)
+    def evaluations(self, until: str | None = None) -> list[Evaluation]:
+        """The run's recorded evaluations, up to and including the statement that made `until`'s graded binding."""
+        last = self._last_statement(until)
+        return [e for e in self.snapshot.evaluations if e.stmt <= last]
 
-    def evidence_complete(self, name: str) -> bool:
-        """The calls behind `name` were all recorded (else a method check falls back to the value, and says so)."""
-        return self.provenance.evidence_complete(name)
+    def sightings(self, until: str | None = None) -> list[Sighting]:
+        """The small arrays the run's expressions produced, up to `until`'s graded binding."""
+        last = self._last_statement(until)
+        return [s for s in self.snapshot.sightings if s.stmt <= last]
+
+    def evidence_gaps(self, until: str | None = None) -> str | None:
+        """Why the evidence up to `until` may be incomplete, in a sentence (None when it is complete)."""
+        evidence = self.snapshot.evidence
+        if not evidence.installed:
+            return "the grader could not record how values were computed in this run" + (
+                f" ({evidence.problem})" if evidence.problem else "")
+        last = self._last_statement(until)
+        crowded = [s for s in self.snapshot.statements if s.index <= last and (s.evaluations_omitted or s.sightings_omitted)]
+        if crowded:
+            first = crowded[0]
+            return (f"the statement at {where(first.line, first.cell)} made more calls than the grader records per "
+                    "statement (it keeps the first and the last ones), so some were not recorded")
+        return None
+
+    def _last_statement(self, until: str | None) -> int:
+        if until is None:
+            return 1 << 30
+        return self.binding(until).stmt
 
     def where(self, stmt: int) -> str:
-        """"line 12" or "cell 3, line 2" for a statement index."""
+        """"line 12" or "In [3], line 2" (a notebook cell, as Jupyter numbers it) for a statement index."""
         statement = self.snapshot.statement(stmt)
         return where(statement.line, statement.cell) if statement else "an unknown line"
 
@@ -135,20 +171,31 @@ class RunView:
             return (f"is still a TODO: {where(failed.line, failed.cell)} that assigns it still holds a `...` placeholder "
                     f"(running it raised {failed.error['type']}): fill it in")
         if failed and failed.error:
-            return (f"is not defined: the statement at {where(failed.line, failed.cell)} that assigns it raised "
-                    f"{failed.error['type']}: {failed.error['message'][:200]}")
-        if self.snapshot.ending in ("sys_exit", "exited_early", "killed_wall") or self.snapshot.syntax_error:
+            return (f"is not defined: the statement that assigns it raised {failed.error['type']} at "
+                    f"{failure_place(failed)}: {clip(failed.error['message'], 200)}")
+        syntax = self.snapshot.syntax_error
+        if self.snapshot.ending == "syntax_error" and syntax:
+            return (f"is not defined: your file has a syntax error at {where(syntax['line'])}, and nothing after that "
+                    "line ran")
+        if self.snapshot.ending in ("sys_exit", "exited_early", "killed_wall") or syntax:
             return "is not defined: your file stopped before assigning it"
         return "is not defined at the top level of your file"
 
 
 class CheckBug(Exception):
-    """A check function raised something other than an assertion: a bug in the check, not the student's doing."""
+    """A check function raised something other than an assertion. Whether that is a bug in the check or the
+    student's values leading it astray is for `run_checks` to decide (see the module's docstring)."""
 
-    def __init__(self, summary: str, trace: str):
+    def __init__(self, summary: str, trace: str, kind: str = "", signature: tuple = ()):
         super().__init__(summary)
         self.summary = summary
         self.trace = trace
+        self.kind = kind               # the exception's type name
+        self.signature = signature     # its type and the frames it passed through: "the same exception, same place"
+
+
+# scenario -> the reference solution's Snapshot of that scenario with the student's seed (None: not available)
+ReferenceRuns = Callable[[str], Snapshot | None]
 
 
 def _failure_text(text: str) -> str:
@@ -163,49 +210,105 @@ def _failure_text(text: str) -> str:
 
 
 def evaluate(function, spec: CheckSpec, view: RunView, oracle: Any, settings: Any) -> tuple[float, str]:
-    """One check on one scenario: (fraction of its points, feedback). Raises CheckBug when the check itself fails.
+    """One check on one scenario: (fraction of its points, feedback). Raises CheckBug when the check raises
+    anything but an assertion (or Missing), reading the names it needs included.
 
     Student values that a check cannot use fail through assertions (grader.api.values raises AssertionError with
-    a sentence for the student); any other exception comes from the check's (or the oracle's) own code."""
+    a sentence for the student); anything else is judged by `run_checks`."""
+    try:
+        missing = _missing(spec, view)
+        if missing:
+            others = f" Also missing or unfinished: {', '.join(f'`{m.name}`' for m in missing[1:])}." if len(missing) > 1 else ""
+            return 0.0, f"{missing[0]} (needed by this check).{others}"
+        outcome = function(view, oracle, settings)
+    except Missing as error:
+        return 0.0, f"{error} (needed by this check)."
+    except AssertionError as failure:
+        return 0.0, _failure_text(str(failure)) or "The check failed."
+    except Exception as error:  # the check's own bug, or the student's values leading it astray: run_checks decides
+        frames = tuple((frame.filename, frame.lineno) for frame in traceback.extract_tb(error.__traceback__)[1:])
+        trace = "".join(traceback.format_exception(error))[-4000:]
+        raise CheckBug(f"{spec.function} raised {type(error).__name__}: {str(error)[:300]}", trace,
+                       type(error).__name__, (type(error).__name__, frames)) from error
+    if isinstance(outcome, Partial):
+        fraction = float(outcome.fraction) if isinstance(outcome.fraction, numbers.Real) else 0.0
+        return (max(0.0, min(1.0, fraction)) if math.isfinite(fraction) else 0.0), str(outcome.note)
+    return 1.0, outcome if isinstance(outcome, str) else "Passed."
+
+
+def _missing(spec: CheckSpec, view: RunView) -> list[Missing]:
     missing = []
     for name in spec.needs:
         try:
             view.value(name)
         except Missing as error:
             missing.append(error)
-    if missing:
-        others = f" Also missing or unfinished: {', '.join(f'`{m.name}`' for m in missing[1:])}." if len(missing) > 1 else ""
-        return 0.0, f"{missing[0]} (needed by this check).{others}"
+    return missing
+
+
+def solution_regions(assignment: Assignment) -> dict[str, list[RegionLines]] | None:
+    """The reference solution's exercise regions (its runs are read as the students' are)."""
     try:
-        outcome = function(view, oracle, settings)
-    except Missing as error:
-        return 0.0, f"{error} (needed by this check)."
-    except AssertionError as failure:
-        return 0.0, _failure_text(str(failure)) or "The check failed."
-    except Exception as error:  # a bug in the check: the instructor's to fix, never charged to the student
-        trace = "".join(traceback.format_exception(error))[-4000:]
-        raise CheckBug(f"{spec.function} raised {type(error).__name__}: {str(error)[:300]}", trace) from error
-    if isinstance(outcome, Partial):
-        return max(0.0, min(1.0, float(outcome.fraction))), outcome.note
-    return 1.0, outcome if isinstance(outcome, str) else "Passed."
+        return region_lines(assignment.solution_path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError):
+        return None
 
 
-def run_checks(assignment: Assignment, snapshots: dict[str, Snapshot], oracles: dict[str, Any]) -> list[CheckResult]:
-    views = {name: RunView(snapshot, assignment.bindings) for name, snapshot in snapshots.items()}
+def run_checks(assignment: Assignment, snapshots: dict[str, Snapshot], oracles: dict[str, Any],
+               regions: dict[str, list[RegionLines]] | None = None,
+               reference: ReferenceRuns | None = None) -> list[CheckResult]:
+    """Every check on every scenario it lists. `regions` are the submission's exercise regions (for
+    [exercise_bindings]); `reference` gives the reference solution's runs with the same seeds, asked for only when a
+    check raises something other than an assertion."""
+    views = {name: RunView(snapshot, assignment.bindings, assignment.exercise_bindings, regions)
+             for name, snapshot in snapshots.items()}
+    reference_views: dict[str, RunView | None] = {}
+
+    def reference_view(scenario: str) -> RunView | None:
+        if scenario not in reference_views:
+            found = reference(scenario) if reference else None
+            reference_views[scenario] = (RunView(found, assignment.bindings, assignment.exercise_bindings,
+                                                 solution_regions(assignment)) if found is not None else None)
+        return reference_views[scenario]
+
     faults = grader_faults(snapshots)
     results = []
     for spec in assignment.checks:
         function = assignment.check_function(spec.function)
-        outcomes, bugs = [], {}
+        outcomes, bugs, charged = [], {}, {}
         for scenario in spec.scenarios:
             try:
                 fraction, feedback = evaluate(function, spec, views[scenario], oracles[scenario], assignment.settings)
             except CheckBug as bug:
-                bugs[scenario] = bug
                 fraction, feedback = 0.0, ""
+                on_reference = reference_view(scenario)
+                if on_reference is not None and _raises_alike(function, spec, on_reference, oracles[scenario],
+                                                              assignment.settings, bug):
+                    bugs[scenario] = bug
+                else:
+                    charged[scenario] = bug
+                    feedback = _charged_feedback(spec, bug, on_reference is not None)
             outcomes.append((scenario, fraction, feedback))
-        results.append(_combine(assignment, spec, outcomes, snapshots, faults, bugs))
+        results.append(_combine(assignment, spec, outcomes, snapshots, faults, bugs, charged))
     return results
+
+
+def _raises_alike(function, spec: CheckSpec, view: RunView, oracle: Any, settings: Any, bug: CheckBug) -> bool:
+    """The check raises the same exception at the same place on the reference solution's run."""
+    try:
+        evaluate(function, spec, view, oracle, settings)
+    except CheckBug as other:
+        return other.signature == bug.signature
+    return False
+
+
+def _charged_feedback(spec: CheckSpec, bug: CheckBug, compared: bool) -> str:
+    """What a student reads when their values led a check to raise: which values, never the traceback."""
+    names = [name for name in spec.needs if name != "*"]
+    values = ", ".join(f"`{name}`" for name in names) if names else "the values this check reads"
+    reference = " (the reference solution's values do not)" if compared else ""
+    return (f"The check could not use your values: reading them raised {bug.kind}{reference}. Look at the type, "
+            f"shape and size of {values}: they differ from what the exercise produces.")
 
 
 def _same_place(a: Statement, b: Statement) -> bool:
@@ -246,15 +349,20 @@ def reported_faults(snapshots: dict[str, Snapshot]) -> dict[str, list[str]]:
     return found
 
 
-def _bug_report(bugs: dict[str, CheckBug]) -> str:
-    """The instructor's account of a check's own failure: which runs, and the traceback."""
-    return "\n".join(f"[{scenario} run] {bug.summary}\n{bug.trace}" for scenario, bug in bugs.items())
+def _bug_report(bugs: dict[str, CheckBug], charged: dict[str, CheckBug]) -> str:
+    """The instructor's account of a check that raised: which runs, whether it was excused, and the traceback."""
+    excused = [f"[{scenario} run, excused: it raises alike on the reference solution's run] {bug.summary}\n{bug.trace}"
+               for scenario, bug in bugs.items()]
+    failed = [f"[{scenario} run, charged to the submission: only its values lead the check there] {bug.summary}\n"
+              f"{bug.trace}" for scenario, bug in charged.items()]
+    return "\n".join(excused + failed)
 
 
 def _combine(assignment: Assignment, spec: CheckSpec, outcomes: list, snapshots: dict[str, Snapshot],
-             faults: dict[str, list[str]], bugs: dict[str, CheckBug] | None = None) -> CheckResult:
+             faults: dict[str, list[str]], bugs: dict[str, CheckBug] | None = None,
+             charged: dict[str, CheckBug] | None = None) -> CheckResult:
     bugs = bugs or {}
-    error = _bug_report(bugs)
+    error = _bug_report(bugs, charged or {})
     excused = [s for s, f, _ in outcomes if (f < 1.0 and s in faults) or s in bugs]
     usable = [(s, f, text) for s, f, text in outcomes if s not in excused]
     if not usable:
@@ -266,7 +374,7 @@ def _combine(assignment: Assignment, spec: CheckSpec, outcomes: list, snapshots:
             feedback = (f"Not held against you: the grader's own code failed in the {runs} run, so this check could "
                         "not be judged there. Your instructor has been told.")
         return CheckResult(id=spec.id, group=spec.group, score=spec.points, max_score=spec.points,
-                           visibility=spec.visibility, feedback=feedback, grader_error=error)
+                           visibility=spec.visibility, feedback=feedback, grader_error=error, excused=bool(bugs))
     fraction = min(f for _, f, _ in usable)
     failing = [(s, f, text) for s, f, text in usable if f < 1.0]
     if not failing:
@@ -278,13 +386,13 @@ def _combine(assignment: Assignment, spec: CheckSpec, outcomes: list, snapshots:
         feedback = text
         if only_here:
             first = only_here[0]
-            feedback += (f"\nIn that run, {where(first.line, first.cell)} raised {first.raised['type']}: "
-                         f"{first.raised['message'][:200]}")
+            feedback += (f"\nIn that run, {failure_place(first)} raised {first.raised['type']}: "
+                         f"{clip(first.raised['message'], 200)}")
         if scenario != "baseline" or passed_elsewhere:
-            hint = assignment.scenarios[scenario].failure_hint.format(seed=snapshots[scenario].seed)
+            hint = assignment.scenarios[scenario].failure_hint   # shown as written: no seed reaches a student
             label = f"[{scenario} run: {assignment.scenarios[scenario].description}] "
             feedback = label + feedback + (f"\n{hint}" if passed_elsewhere and hint and not only_here else "")
     if excused:
         feedback += f"\n(The {', '.join(excused)} run was not used here: the grader's own code failed in it.)"
     return CheckResult(id=spec.id, group=spec.group, score=round(spec.points * fraction, 6), max_score=spec.points,
-                       visibility=spec.visibility, feedback=feedback, grader_error=error)
+                       visibility=spec.visibility, feedback=feedback, grader_error=error, excused=bool(bugs))

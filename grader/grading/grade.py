@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import inspect
 import signal
 import traceback
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from grader.api.values import json_safe
 from grader.common.environment import environment
+from grader.common.text import clip
 from grader.config.assignment import Assignment
 from grader.grading.engine import (
     CheckResult,
@@ -16,41 +19,56 @@ from grader.grading.engine import (
     reported_faults,
     run_checks,
 )
+from grader.grading.reference_runs import reference_runs
 from grader.intake.discovery import Submission
 from grader.intake.notebook import Cell, joined_line_places
-from grader.intake.regions import unfinished_exercises
+from grader.intake.regions import region_lines, unfinished_exercises
 from grader.model.record import CheckRecord, GroupScore, OutputExcerpt, Record, RunSummary
-from grader.model.verdicts import ISOLATION_PREFIX
-from grader.runs.jobs import Runner, run_scenario, scenario_seed
+from grader.model.verdicts import ISOLATION_PREFIX, STOPPED_ENDINGS
+from grader.runs.jobs import Runner, run_scenario, scenario_seed, setup_parameters
+from grader.runs.places import failure_place
 from grader.runs.provenance import Provenance
 from grader.runs.snapshot import Snapshot, where
 
 MEMORY_SIGNS = ("MemoryError", "std::bad_alloc", "Cannot allocate memory", "RESOURCE_EXHAUSTED", "out of memory")
+ERRORS_LISTED = 5       # failed statements named in a run's note; beyond, "and K more"
 
 
 def grade(assignment: Assignment, submission: Submission, facts: dict, variant_seed: int,
-          runner: Runner | None = None) -> Record:
+          runner: Runner | None = None, keep_runs: Callable[[dict[str, Snapshot]], None] | None = None) -> Record:
+    """`keep_runs`, when given, sees the runs' snapshots (the batch keeps exercise values for the instructor's
+    similarity report); nothing it does reaches the record, and a failure in it costs the student nothing."""
     if submission.problem:
         return error_record(assignment, submission, submission.problem, variant_seed)
     seeds = {name: scenario_seed(assignment, scenario, variant_seed) for name, scenario in assignment.scenarios.items()}
     # Scenarios are independent sandboxes: run them side by side (one student's runs share nothing).
     with ThreadPoolExecutor(max_workers=len(seeds)) as pool:
-        futures = {name: pool.submit(_run, assignment, name, seed, submission, runner) for name, seed in seeds.items()}
+        futures = {name: pool.submit(_run, assignment, name, seed, submission, runner, variant_seed)
+                   for name, seed in seeds.items()}
         snapshots: dict[str, Snapshot] = {name: future.result()[0] for name, future in futures.items()}
-    oracles = {name: build_oracle(assignment, name, seed, facts) for name, seed in seeds.items()}
-    checks = run_checks(assignment, snapshots, oracles)
-    messages = list(submission.notes) + unfinished_message(submission.source, submission.cells)
+    if keep_runs is not None:
+        try:
+            keep_runs(snapshots)
+        except Exception:  # the instructor's extra data is never worth a student's record
+            pass
+    oracles = {name: build_oracle(assignment, name, seed, facts, variant_seed) for name, seed in seeds.items()}
+    checks = run_checks(assignment, snapshots, oracles, region_lines(submission.source, submission.cells),
+                        reference_runs(assignment, seeds, runner, variant_seed))
     faults = grader_faults(snapshots)
-    for name, snapshot in snapshots.items():
-        messages += run_messages(assignment, name, snapshot, snapshots.get("baseline"), bool(faults.get(name)))
     baseline = snapshots["baseline"]
-    messages += rebinding_notes(assignment, baseline)
+    notes = list(submission.notes) + unfinished_message(submission.source, submission.cells)
+    runs = [m for name, snapshot in snapshots.items()
+            for m in run_messages(assignment, name, snapshot, baseline, bool(faults.get(name)))]
+    # What stopped the file (a syntax error, sys.exit, a limit) explains every later failure: the student reads it first.
+    messages = runs + notes if baseline.ending in STOPPED_ENDINGS else notes + runs
+    messages += rebinding_notes(assignment, baseline, submission.source, submission.cells)
     if faults:
         messages.append(f"The grader's own code failed in the {', '.join(faults)} run (not your fault); no check was "
                         "marked down because of it.")
     broken = {c.id: c.grader_error for c in checks if c.grader_error}
-    if broken:
-        messages.append(f"The grader's check {', '.join(broken)} failed on its own (a bug in the grader, not in your "
+    excused = [c.id for c in checks if c.excused]
+    if excused:
+        messages.append(f"The grader's check {', '.join(excused)} failed on its own (a bug in the grader, not in your "
                         "work); it was not marked down. Your instructor has been told.")
     isolation = sorted({s.isolation for s in snapshots.values()})
     messages.append(f"{ISOLATION_PREFIX}{', '.join(isolation)}.")
@@ -59,7 +77,7 @@ def grade(assignment: Assignment, submission: Submission, facts: dict, variant_s
     if faults:
         record["grader_faults"] = {name: found for name, found in faults.items()}
     if broken:
-        record["check_errors"] = broken   # for the instructor: check id -> the traceback of the check's own failure
+        record["check_errors"] = broken   # for the instructor: check id -> where it raised, excused or charged, and why
     reported = reported_faults(snapshots)
     if reported:
         record["reported_grader_faults"] = reported   # for the instructor: not trusted, not excused
@@ -69,29 +87,37 @@ def grade(assignment: Assignment, submission: Submission, facts: dict, variant_s
     return record
 
 
-def _run(assignment: Assignment, scenario: str, seed: int, submission: Submission, runner: Runner | None):
+def _run(assignment: Assignment, scenario: str, seed: int, submission: Submission, runner: Runner | None,
+         batch_seed: int):
     """One scenario's run; a run the sandbox could not set up (the grader's failure) is tried once more, fresh."""
     run = lambda chosen: run_scenario(assignment, assignment.scenarios[scenario], seed, submission.source,  # noqa: E731
-                                      submission.run_name, chosen, submission.cells, submission.data)
+                                      submission.run_name, chosen, submission.cells, submission.data, batch_seed)
     result = run(runner)
     if result[0].setup_error:
         result = run(None)
     return result
 
 
-def build_oracle(assignment: Assignment, scenario: str, seed: int, facts: dict) -> Any:
-    """The assignment's oracle for one scenario: `build(seed, facts, scenario)` (older oracles take two arguments)."""
-    try:
-        return assignment.oracle.build(seed, facts, assignment.scenarios[scenario])
-    except TypeError as error:
-        if "positional argument" not in str(error):
-            raise
-        return assignment.oracle.build(seed, facts)
+def build_oracle(assignment: Assignment, scenario: str, seed: int, facts: dict, batch_seed: int | None = None) -> Any:
+    """The assignment's oracle for one scenario: `build(seed, facts, scenario)`, with `parameters=` (what the
+    scenario's set-up received) and `batch_seed=` when build takes them (older oracles take two arguments)."""
+    build = assignment.oracle.build
+    batch_seed = seed if batch_seed is None else batch_seed   # as setup_parameters reads it
+    accepted = set(inspect.signature(build).parameters)
+    if accepted & {"parameters", "batch_seed"}:
+        spec = assignment.scenarios[scenario]
+        extra = {"parameters": setup_parameters(assignment, spec, seed, batch_seed), "batch_seed": batch_seed}
+        return build(seed, facts, spec, **{k: v for k, v in extra.items() if k in accepted})
+    if len(accepted) >= 3:
+        return build(seed, facts, assignment.scenarios[scenario])
+    return build(seed, facts)
 
 
-def rebinding_notes(assignment: Assignment, snapshot: Snapshot) -> list[str]:
+def rebinding_notes(assignment: Assignment, snapshot: Snapshot, source: str | None = None,
+                    cells: list[Cell] | None = None) -> list[str]:
     """Say which binding was graded wherever a contract name was bound again after the exercise used it."""
-    provenance = Provenance(snapshot, assignment.bindings)
+    regions = region_lines(source, cells) if source is not None else None
+    provenance = Provenance(snapshot, assignment.bindings, assignment.exercise_bindings, regions)
     return [note for name in assignment.contract if (note := provenance.rebinding_note(name))]
 
 
@@ -174,10 +200,14 @@ def run_messages(assignment: Assignment, scenario: str, snap: Snapshot, baseline
     run = f"In the {scenario} run"
     limits = assignment.limits
     messages = []
-    for problem in snap.syntax_errors[:5]:
-        skipped = "that cell did not run" if problem.get("cell") is not None else "only the statements before it ran"
-        messages.append(f"{run}, {where(problem['line'], problem.get('cell'))} has a syntax error ({problem['message']}); "
-                        f"{skipped}.")
+    for problem in snap.syntax_errors[:ERRORS_LISTED] if scenario == "baseline" else []:   # the same file in every run
+        if problem.get("cell") is None:
+            messages.append(f"Your file has a syntax error at {where(problem['line'])} ({clip(problem['message'], 200)}): "
+                            "Python could not read it past that line, so only the statements before it ran and every "
+                            "value assigned after it is missing. Fix it first.")
+        else:
+            messages.append(f"{where(problem['line'], problem.get('cell'))} has a syntax error "
+                            f"({clip(problem['message'], 200)}); that cell did not run (the other cells did).")
     if snap.setup_error:
         messages.append(f"{run}, the grader could not prepare the run ({snap.setup_error}).")
     if snap.ending == "sys_exit":
@@ -193,7 +223,7 @@ def run_messages(assignment: Assignment, scenario: str, snap: Snapshot, baseline
         messages.append(f"{run}, your program asked for more than its {limits.memory_bytes // 2**20} MiB of memory "
                         "(shared memory and scratch files included) and was refused.")
     if memory_errors:
-        messages.append(f"{run}, {where(memory_errors[0].line, memory_errors[0].cell)} hit the memory limit "
+        messages.append(f"{run}, {failure_place(memory_errors[0])} hit the memory limit "
                         f"({limits.memory_bytes // 2**20} MiB) and was stopped.")
     if snap.soft_limit_hit:
         timed_out = [s for s in snap.statements if s.status == "timeout"]
@@ -205,8 +235,11 @@ def run_messages(assignment: Assignment, scenario: str, snap: Snapshot, baseline
         errors = [s for s in errors if (s.line, s.cell) not in places]
     errors = [s for s in errors if not (s.error or {}).get("grader_fault")]
     if errors:
-        listed = "; ".join(f"{where(s.line, s.cell)}: {s.raised['type']}: {s.raised['message'][:160]}" for s in errors[:5])
-        messages.append(f"{run}, {len(errors)} statement(s) raised an error and the run went on past them ({listed}).")
+        listed = "; ".join(f"{failure_place(s)}: {s.raised['type']}: {clip(s.raised['message'], 160)}"
+                           for s in errors[:ERRORS_LISTED])
+        more = f"; and {len(errors) - ERRORS_LISTED} more" if len(errors) > ERRORS_LISTED else ""
+        messages.append(f"{run}, {len(errors)} statement(s) raised an error and the run went on past them "
+                        f"({listed}{more}).")
     if snap.channel_problem:
         messages.append(f"{run}, {snap.channel_problem}.")
     if assignment.evidence and (not snap.evidence.installed or snap.evidence.problem) and snap.ending != "setup_failed":
@@ -248,10 +281,10 @@ def _early_exit_reason(snap: Snapshot, limits) -> str:
 
 
 def grade_one(assignment: Assignment, submission: Submission, facts: dict, seed: int,
-              runner: Runner | None = None) -> Record:
+              runner: Runner | None = None, keep_runs: Callable[[dict[str, Snapshot]], None] | None = None) -> Record:
     """`grade`, but a grader bug still leaves a record for this student (marked as the grader's error)."""
     try:
-        return grade(assignment, submission, facts, seed, runner)
+        return grade(assignment, submission, facts, seed, runner, keep_runs)
     except Exception:  # a grader bug must still leave a record for this student
         detail = traceback.format_exc(limit=3).strip().splitlines()[-1]
         record = error_record(assignment, submission, f"The grader failed on this submission ({detail}); please report it.", seed)

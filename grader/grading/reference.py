@@ -1,7 +1,7 @@
 """What the reference solution produces on the installed JAX, measured by running it, never written down.
 
-- facts: the names in `[assignment] reference_facts` from its baseline run (residual counts, compiled memory:
-  they change with the JAX version);
+- facts: the names in `[assignment] reference_facts` from its baseline run without set-up functions (residual
+  counts, compiled memory: they change with the JAX version, and the oracle applies a scenario's changes itself);
 - figures: the figure value named by `[report] figure`, per scenario, drawn beside each student's own.
 
 Both come from the assignment's warm state (grader/grading/warm_state.py): measured once per installation,
@@ -15,6 +15,7 @@ from typing import Any
 
 from grader.config.assignment import Assignment
 from grader.grading.warm_state import WarmState
+from grader.runs.jobs import Runner
 
 
 def reference_facts(assignment: Assignment, cache: Path | None = None) -> dict[str, Any]:
@@ -26,10 +27,11 @@ def encoded_facts(assignment: Assignment, cache: Path | None = None) -> dict[str
     return WarmState(assignment, cache).encoded_facts()
 
 
-def reference_figures(assignment: Assignment, cache: Path | None = None,
-                      seeds: dict[str, int] | None = None) -> dict[str, Any]:
+def reference_figures(assignment: Assignment, cache: Path | None = None, seeds: dict[str, int] | None = None,
+                      runner: Runner | None = None, batch_seed: int | None = None) -> dict[str, Any]:
     """Scenario -> the reference solution's figure (JSON-safe), or {} when the assignment names no figure.
 
-    With `seeds` (scenario -> seed, as the batch graded), each scenario's figure is the reference's in the same
-    world (the variant's compiler answers depend on the seed); without, every scenario at the lesson's seed."""
-    return WarmState(assignment, cache).figures(seeds)
+    With `seeds` (scenario -> seed, as the batch graded) and `batch_seed` (the grading run's), each scenario's
+    figure is the reference's in the same world (the variant's compiler answers depend on the seed, a scenario's
+    other changes on the batch seed); without, every scenario at the lesson's seed."""
+    return WarmState(assignment, cache).figures(seeds, batch_seed, runner)

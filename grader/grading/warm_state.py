@@ -1,26 +1,33 @@
-"""The warm state of one assignment on this installation: what the reference solution produces, kept across commands.
+"""The warm state of one assignment on this installation: what grading needs before its first run, kept across commands.
 
 Every command that grades needs the same things before its first student run: the reference facts (names in
 `[assignment] reference_facts`, measured because they depend on the installed JAX), the reference's figure per
-scenario (drawn beside each student's), and JAX's compilation cache holding the lesson's programs. They are
-measured once by trusted runs of the reference solution and kept in an entry of the user's cache folder
+scenario in the batch's worlds (drawn beside each student's), and JAX's compilation cache holding the lesson's
+programs. They are measured once by trusted runs and kept in an entry of the user's cache folder
 (grader/common/user_cache.py), shared by `grade`, `check`, `validate`, the otter/Gradescope paths and the tests:
 
     <cache>/warm/<assignment>-<key>/     key: the assignment's fingerprint, a digest of the grader's own files,
                                               the Python, JAX, jaxlib and NumPy versions, OS, machine and CPU flags
-        reference.json + reference/      facts and figures of the scenarios without a fresh seed (run at the
-                                         lesson's seed), and their compiled programs
-        seed-<n>.json + seed-<n>/        the fresh-seed scenarios (the variant) at seed n: figures, and programs
-                                         (the lesson's weights are constants in them, so they differ per seed)
+        reference.json                   the facts: the reference solution's baseline run without set-up functions
+                                         (the oracle applies a scenario's changes to them itself)
+        starter-<h>.json + starter-<h>/  compiled programs of the public starter <h> in the scenarios without a fresh
+                                         seed (the baseline's programs do not change per batch: only the compiler's
+                                         byte figures it reports do, and those are not in the programs)
+        seed-<n>-<b>-<h>.json + folder   the starter's programs in the fresh-seed scenarios (the variant) at seed n
+                                         and batch seed b: the lesson's weights and the derivative-rule changes are
+                                         in the traced programs, so they differ per batch
+        figures-<d>.json                 the reference's figure per scenario in the worlds d (seeds, batch seed)
 
-Parts are built and published by grader/common/warm_store.py (atomic, locked, verified, never trusted when
-stale or corrupt). A batch draws a new variant seed: the reference part is reused as it is, the seed's part is
-built once (starting from the reference part's programs) and the last few seeds are kept (tests and re-runs
-with `--variant-seed` reuse them).
+Compiled programs come only from the public starter, code every student is given (grader/runs/compile_cache.py
+says why: every run can read them); the reference solution's own runs never write programs. Parts are built and
+published by grader/common/warm_store.py (atomic, locked, verified, never trusted when stale or corrupt). A batch
+draws a new variant seed: the facts and the starter's programs are reused as they are, the seed's programs and
+figures are built once, and the last few are kept (tests and re-runs with `--variant-seed` reuse them).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import platform
@@ -38,7 +45,7 @@ from grader.runs import compile_cache
 from grader.runs.jobs import Runner, make_job, run_scenario
 from grader.runs.snapshot import decode
 
-KEPT_SEEDS = 8                   # variant seeds whose programs and figures are kept per entry
+KEPT_SEEDS = 8                   # batch worlds whose programs and figures are kept per entry
 KEPT_ENTRIES = 3                 # entries of other grader code or versions kept per assignment ...
 ENTRY_MAX_AGE_SECONDS = 3 * 86400  # ... and any of them used this recently
 REFERENCE = "reference"
@@ -57,7 +64,8 @@ def _cpu_flags() -> str:
 
 def warm_key(assignment: Assignment) -> str:
     material = {"assignment": assignment.id, "fingerprint": assignment.fingerprint, "grader": grader_code_digest(),
-                "versions": environment(), "platform": [platform.system(), platform.machine(), _cpu_flags()]}
+                "versions": environment(), "platform": [platform.system(), platform.machine(), _cpu_flags()],
+                "programs warmed by": compile_cache.WARMED_BY}
     return hashlib.sha256(json.dumps(material, sort_keys=True).encode()).hexdigest()[:16]
 
 
@@ -71,82 +79,50 @@ def fixed_scenarios(assignment: Assignment) -> list[Scenario]:
 
 
 def world(job: dict) -> str:
-    """What makes two runs' compiled programs the same world: the scenario set-up calls and their parameters."""
+    """What makes two runs' compiled programs the same world: the scenario set-up calls and their parameters (the
+    run's seed, the batch seed, and what the oracle derives from them)."""
     return json.dumps(job.get("setup_calls") or [], sort_keys=True, default=str)
 
 
-def scenario_world(assignment: Assignment, scenario: Scenario, seed: int) -> str:
-    return world(dict(make_job(assignment, scenario, seed, "", assignment.submission_filename)))
+def scenario_world(assignment: Assignment, scenario: Scenario, seed: int, batch_seed: int | None = None) -> str:
+    return world(dict(make_job(assignment, scenario, seed, "", assignment.submission_filename, batch_seed=batch_seed)))
+
+
+def _digest(value: Any) -> str:
+    return hashlib.sha256(json.dumps(value, sort_keys=True, default=str).encode()).hexdigest()[:12]
 
 
 class WarmState:
-    """The entry of `assignment` under `cache` (default: the user's cache folder)."""
+    """The entry of `assignment` under `cache` (default: the user's cache folder). `public_source` is the public
+    starter whose compiled programs runs may read ("" where there is none at hand: runs then compile everything)."""
 
-    def __init__(self, assignment: Assignment, cache: Path | None = None):
+    def __init__(self, assignment: Assignment, cache: Path | None = None, public_source: str = ""):
         self.assignment = assignment
         self.cache = Path(cache).absolute() if cache else user_cache_dir()
         self.key = warm_key(assignment)
         self.store = WarmStore(self.cache / "warm" / f"{assignment.id}-{self.key}", self.key)
-        self.compiled = compile_cache.can_cache()
+        self.public_source = public_source
+        self.compiled = compile_cache.can_cache() and bool(public_source.strip())
 
     @property
     def folder(self) -> Path:
         return self.store.folder
 
-    # ---- the parts --------------------------------------------------------------------------------------
+    # ---- the facts ----------------------------------------------------------------------------------------
 
-    def read_reference(self, programs_optional: bool = False) -> Part | None:
-        """The kept reference part; with `programs_optional`, one kept without compiled programs (measured where
-        they could not be kept, as a Gradescope image may be built) is good enough too."""
-        part = self.store.read(REFERENCE, self.compiled, self._covers_fixed)
-        if part is None and programs_optional and self.compiled:
-            part = self.store.read(REFERENCE, False, self._covers_fixed)
-        return part
+    def read_reference(self) -> Part | None:
+        return self.store.read(REFERENCE, False, self._has_facts)
 
     def reference(self) -> Part:
-        """The reference part, measured now when no valid one is kept (raises ConfigError when the reference
-        solution does not run cleanly)."""
+        """The facts part, measured now when no valid one is kept (raises ConfigError when the reference solution
+        does not run cleanly)."""
         part = self.read_reference()
         if part is None:
-            part = self.store.build(REFERENCE, self._measure_fixed, self.compiled, accept=self._covers_fixed)
+            part = self.store.build(REFERENCE, lambda staging: self._measure_facts(), False, accept=self._has_facts)
             prune_entries(self.store.folder.parent, f"{self.assignment.id}-", self.store.folder, KEPT_ENTRIES,
                           ENTRY_MAX_AGE_SECONDS)
         mark_used(self.store.folder)
         return part
-
-    def read_seed(self, seed: int) -> Part | None:
-        return self.store.read(f"seed-{seed}", self.compiled, self._covers_fresh)
-
-    def seed(self, seed: int, base: Part | None = None) -> Part:
-        """The fresh-seed scenarios' part for `seed` (built now, from `base`'s programs, when not kept)."""
-        name = f"seed-{seed}"
-        part = self.read_seed(seed)
-        if part is None:
-            base = base or self.reference()
-            part = self.store.build(name, lambda staging: self._measure_fresh(seed, staging), self.compiled, base,
-                                    self._covers_fresh)
-            self.store.prune("seed-", KEPT_SEEDS, frozenset({name}))
-        else:
-            self.store.touch(part)
-        return part
-
-    def starter(self, source: str) -> Part | None:
-        """Compiled programs of a student bundle's public starter (where there is no solution); None where
-        programs cannot be kept. The starter's TODOs may raise: only its compiled programs matter."""
-        if not self.compiled:
-            return None
-        name = "starter-" + hashlib.sha256(source.encode()).hexdigest()[:12]
-        baseline = self.assignment.scenarios["baseline"]
-
-        def make(staging: Path | None) -> dict[str, Any]:
-            assert staging is not None
-            run_scenario(self.assignment, baseline, self.assignment.lesson_seed, source,
-                         self.assignment.submission_filename, compile_cache.filling_runner(staging))
-            return {}
-
-        return self.store.read(name, True) or self.store.build(name, make, True)
-
-    # ---- what they hold ----------------------------------------------------------------------------------
 
     def encoded_facts(self, reference: Part | None = None) -> dict[str, Any]:
         """The reference facts as the run streamed them (plain JSON): what a student bundle ships."""
@@ -156,61 +132,123 @@ class WarmState:
     def facts(self, reference: Part | None = None) -> dict[str, Any]:
         return {name: decode(value) for name, value in self.encoded_facts(reference).items()}
 
-    def figures(self, seeds: dict[str, int] | None = None) -> dict[str, Any]:
-        """Scenario -> the reference's figure in the world the batch graded (`seeds`: scenario -> seed; default
-        the lesson's seed for all), or {} when the assignment names no figure."""
+    # ---- compiled programs of the public starter --------------------------------------------------------
+
+    def _starter_name(self) -> str:
+        return "starter-" + hashlib.sha256(self.public_source.encode()).hexdigest()[:12]
+
+    def read_starter(self) -> Part | None:
+        return self.store.read(self._starter_name(), True) if self.compiled else None
+
+    def starter(self) -> Part | None:
+        """The starter's programs in the scenarios without a fresh seed (built now when not kept); None where
+        programs cannot be kept or there is no public starter."""
+        if not self.compiled:
+            return None
+        part = self.read_starter()
+        if part is None:
+            runs: list[tuple[Scenario, int, int | None]] = [(s, self.assignment.lesson_seed, None)
+                                                             for s in fixed_scenarios(self.assignment)]
+            part = self.store.build(self._starter_name(), lambda staging: self._compile_starter(runs, staging), True)
+        self.store.touch(part)
+        return part
+
+    def _seed_name(self, seed: int, batch_seed: int | None) -> str:
+        return f"seed-{seed}-{seed if batch_seed is None else batch_seed}-{self._starter_name()[len('starter-'):]}"
+
+    def read_seed(self, seed: int, batch_seed: int | None) -> Part | None:
+        return self.store.read(self._seed_name(seed, batch_seed), True) if self.compiled else None
+
+    def seed(self, seed: int, batch_seed: int | None, base: Part | None = None) -> Part | None:
+        """The starter's programs in the fresh-seed scenarios at `seed` in the batch `batch_seed` (built now, from
+        `base`'s programs, when not kept); None where programs cannot be kept or there is no public starter."""
+        if not self.compiled:
+            return None
+        name = self._seed_name(seed, batch_seed)
+        part = self.read_seed(seed, batch_seed)
+        if part is None:
+            base = base or self.starter()
+            runs = [(s, seed, batch_seed) for s in fresh_scenarios(self.assignment)]
+            part = self.store.build(name, lambda staging: self._compile_starter(runs, staging), True, base)
+            self.store.prune("seed-", KEPT_SEEDS, frozenset({name}))
+        else:
+            self.store.touch(part)
+        return part
+
+    # ---- the reference's figures ------------------------------------------------------------------------
+
+    def _figures_name(self, seeds: dict[str, int], batch_seed: int | None) -> str:
+        return f"figures-{_digest([sorted(seeds.items()), batch_seed])}"
+
+    def read_figures(self, seeds: dict[str, int], batch_seed: int | None) -> Part | None:
+        return self.store.read(self._figures_name(seeds, batch_seed), False,
+                               lambda payload: isinstance(payload.get("figures"), dict)
+                               and all(name in payload["figures"] for name in seeds))
+
+    def figures(self, seeds: dict[str, int] | None = None, batch_seed: int | None = None,
+                runner: Runner | None = None) -> dict[str, Any]:
+        """Scenario -> the reference's figure in the worlds the batch graded (`seeds`: scenario -> seed, default
+        the lesson's seed for all; `batch_seed`: the grading run's, from which a scenario's set-up derives its
+        changes), or {} when the assignment names no figure. `runner` runs the reference when they are measured."""
         if not self.assignment.figure_name:
             return {}
         seeds = seeds or {name: self.assignment.lesson_seed for name in self.assignment.scenarios}
-        reference = self.reference()
-        figures = {}
-        for name, seed in seeds.items():
-            scenario = self.assignment.scenarios[name]
-            part = self.seed(seed, reference) if scenario.fresh_seed else reference
-            figures[name] = part.payload["figures"][name]
-        return figures
+        part = self.read_figures(seeds, batch_seed)
+        if part is None:
+            name = self._figures_name(seeds, batch_seed)
+            part = self.store.build(name, lambda staging: self._measure_figures(seeds, batch_seed, runner), False)
+            self.store.prune("figures-", KEPT_SEEDS, frozenset({name}))
+        else:
+            self.store.touch(part)
+        return dict(part.payload["figures"])
 
     # ---- measuring ---------------------------------------------------------------------------------------
 
     def _fact_names(self) -> list[str]:
         return list(self.assignment.config["assignment"].get("reference_facts", []))
 
-    def _covers_fixed(self, payload: dict[str, Any]) -> bool:
-        return (isinstance(payload.get("facts"), dict) and all(n in payload["facts"] for n in self._fact_names())
-                and isinstance(payload.get("figures"), dict)
-                and all(s.name in payload["figures"] for s in fixed_scenarios(self.assignment)))
+    def _has_facts(self, payload: dict[str, Any]) -> bool:
+        return isinstance(payload.get("facts"), dict) and all(n in payload["facts"] for n in self._fact_names())
 
-    def _covers_fresh(self, payload: dict[str, Any]) -> bool:
-        return isinstance(payload.get("figures"), dict) and all(
-            s.name in payload["figures"] for s in fresh_scenarios(self.assignment))
-
-    def _runner(self, staging: Path | None) -> Runner | None:
-        return compile_cache.filling_runner(staging) if staging is not None else None
-
-    def _measure_fixed(self, staging: Path | None) -> dict[str, Any]:
-        """Run the reference in each scenario without a fresh seed (baseline gives the facts)."""
-        runner = self._runner(staging)
-        facts: dict[str, Any] = {}
-        figures = {}
-        for scenario in fixed_scenarios(self.assignment):
-            frames, figure = self._run(scenario, self.assignment.lesson_seed, runner)
-            figures[scenario.name] = figure
-            if scenario.name == "baseline":
-                facts = {name: frames[name] for name in self._fact_names() if name in frames}
-        missing = [name for name in self._fact_names() if name not in facts]
+    def _measure_facts(self) -> dict[str, Any]:
+        """The facts as the installed JAX gives them: the baseline run without its set-up functions (a scenario may
+        change what the compiler reports; the oracle applies those changes to these facts itself)."""
+        baseline = dataclasses.replace(self.assignment.scenarios["baseline"], setup=())
+        frames = self._run_reference(baseline, self.assignment.lesson_seed, None, None)[0]
+        missing = [name for name in self._fact_names() if name not in frames]
         if missing:
             raise ConfigError(f"the reference solution never defined {', '.join(missing)}")
-        return {"facts": facts, "figures": figures}
+        return {"facts": {name: frames[name] for name in self._fact_names()}}
 
-    def _measure_fresh(self, seed: int, staging: Path | None) -> dict[str, Any]:
-        runner = self._runner(staging)
-        return {"seed": seed, "figures": {s.name: self._run(s, seed, runner)[1] for s in fresh_scenarios(self.assignment)}}
+    def _measure_figures(self, seeds: dict[str, int], batch_seed: int | None, runner: Runner | None) -> dict[str, Any]:
+        return {"figures": {name: self._run_reference(self.assignment.scenarios[name], seed, batch_seed, runner)[1]
+                            for name, seed in seeds.items()}}
 
-    def _run(self, scenario: Scenario, seed: int, runner: Runner | None) -> tuple[dict[str, Any], Any]:
-        """One trusted run of the reference: (its last streamed value of each name, its figure, JSON-safe)."""
+    def _compile_starter(self, runs: list[tuple[Scenario, int, int | None]], staging: Path | None) -> dict[str, Any]:
+        """Run the public starter in each (scenario, seed, batch seed) with `staging` as its writable compilation
+        cache. Its unfinished exercises fail as they do for a student: only its compiled programs are kept."""
+        assert staging is not None
+        runner = compile_cache.filling_runner(staging)
+        for scenario, seed, batch_seed in runs:
+            snapshot, _ = run_scenario(self.assignment, scenario, seed, self.public_source,
+                                       self.assignment.submission_filename, runner, batch_seed=batch_seed)
+            if snapshot.setup_error:
+                raise ConfigError(f"the sandbox could not run the public starter to compile the lesson's programs "
+                                  f"({scenario.name}, seed {seed}): {snapshot.setup_error}")
+        return {"starter": hashlib.sha256(self.public_source.encode()).hexdigest(),
+                "worlds": [[s.name, seed, batch_seed] for s, seed, batch_seed in runs]}
+
+    def _run_reference(self, scenario: Scenario, seed: int, batch_seed: int | None,
+                       runner: Runner | None) -> tuple[dict[str, Any], Any]:
+        """One trusted run of the reference (it reads the compiled programs, never writes them): its last streamed
+        value of each name, and its figure (JSON-safe)."""
         assignment = self.assignment
         source = assignment.solution_path.read_text()
-        snapshot, raw = run_scenario(assignment, scenario, seed, source, assignment.submission_filename, runner)
+        snapshot, raw = run_scenario(assignment, scenario, seed, source, assignment.submission_filename, runner,
+                                     batch_seed=batch_seed)
+        if snapshot.setup_error and runner is not None:   # the sandbox could not set the run up: once more, fresh
+            snapshot, raw = run_scenario(assignment, scenario, seed, source, assignment.submission_filename,
+                                         batch_seed=batch_seed)
         failed = snapshot.failed_statements
         if snapshot.ending != "completed" or failed:
             detail = failed[0].error["message"] if failed and failed[0].error else snapshot.ending

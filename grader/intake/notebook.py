@@ -1,15 +1,21 @@
-"""Read a student's .ipynb as its code cells, in order, with IPython-only lines turned into comments.
+"""Read a student's .ipynb as its code cells, in order, each turned into the Python Jupyter runs.
 
-Parsed as JSON only (nothing in the notebook is executed or unpickled here). Magics (`%time`, `%%capture`)
-and shell escapes (`!pip install`) cannot run outside IPython, so they become comments, and the student
-is told. Cells are numbered by their position in the notebook (markdown cells count), the way a student
-finds them, and the harness runs each cell under that number so feedback cites "cell 5, line 2".
+Parsed as JSON only (nothing in the notebook is executed or unpickled here). Each code cell goes through IPython's
+own input transformer (`ipython_cells.py`): magics, `!` shell lines and `obj?` help lines are recognised as the
+kernel recognises them, the ones with a Python meaning (`%time x = f()`) run as that Python, the others do not run
+and the student is told which. Cells are numbered as Jupyter numbers them when the notebook is run from the top:
+`In [1]`, `In [2]`, ... over the code cells that hold code (markdown, raw and empty cells get no number), and the
+harness runs each cell under its number, so feedback cites the place the way the student sees it: "In [8], line 2".
 """
 
 from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+
+from grader.intake.ipython_cells import Budget, cell_python
+
+NOT_RUN_LISTED = 5     # IPython-only lines named in the note; beyond, "and K more"
 
 
 class NotebookError(Exception):
@@ -18,12 +24,19 @@ class NotebookError(Exception):
 
 @dataclass(frozen=True)
 class Cell:
-    number: int       # 1-based position among all the notebook's cells
-    source: str
+    number: int       # Jupyter's execution count when the notebook runs top to bottom: the N of `In [N]`
+    source: str       # the cell as Python, with the cell's own line numbers
+
+
+def where(line: int | None, cell: int | None = None) -> str:
+    """How feedback cites a place: "line 12" in a script, "In [3], line 2" in a notebook (the cell's `In [N]`)."""
+    if line is None or line < 0:
+        return f"In [{cell}]" if cell is not None else "an unknown line"
+    return f"In [{cell}], line {line}" if cell is not None else f"line {line}"
 
 
 def notebook_cells(text: str) -> tuple[list[Cell], list[str]]:
-    """The code cells of a notebook (JSON text), and notes for the student (magics that were not run)."""
+    """The code cells of a notebook (JSON text), and notes for the student (IPython-only lines that did not run)."""
     try:
         notebook = json.loads(text)
     except (ValueError, RecursionError) as error:
@@ -31,36 +44,44 @@ def notebook_cells(text: str) -> tuple[list[Cell], list[str]]:
     cells = notebook.get("cells") if isinstance(notebook, dict) else None
     if not isinstance(cells, list):
         raise NotebookError("it has no list of cells")
-    code, commented = [], 0
-    for number, cell in enumerate(cells, start=1):
+    code: list[Cell] = []
+    not_run: list[str] = []
+    budget = Budget()       # shared by the cells: a notebook of nothing but magics is converted only so far
+    for position, cell in enumerate(cells, start=1):
         if not isinstance(cell, dict) or cell.get("cell_type") != "code":
             continue
         source = cell.get("source", "")
         if isinstance(source, list):
             source = "".join(str(line) for line in source)
         if not isinstance(source, str):
-            raise NotebookError(f"cell {number} has no readable source")
-        lines = []
-        for line in source.splitlines():
-            if line.lstrip().startswith(("%", "!")):
-                lines.append("# (IPython only, not run) " + line)
-                commented += 1
-            else:
-                lines.append(line)
-        code.append(Cell(number, "\n".join(lines) + "\n"))
-    notes = [f"{commented} IPython magic or shell line(s) were not run."] if commented else []
-    return code, notes
+            raise NotebookError(f"cell {position} (counting every cell from the top) has no readable source")
+        if not source.strip():
+            continue      # Jupyter gives an empty cell no number
+        python = cell_python(source, budget)
+        number = len(code) + 1
+        code.append(Cell(number, python.source))
+        not_run += [f"`{written}` ({where(line, number)})" for line, written in python.not_run]
+    return code, _not_run_note(not_run)
+
+
+def _not_run_note(places: list[str]) -> list[str]:
+    if not places:
+        return []
+    listed = ", ".join(places[:NOT_RUN_LISTED])
+    more = f" and {len(places) - NOT_RUN_LISTED} more" if len(places) > NOT_RUN_LISTED else ""
+    return [f"{len(places)} IPython-only line(s) did not run when graded (shell commands, help lines and most "
+            f"magics have no effect there): {listed}{more}."]
 
 
 def joined_source(cells: list[Cell]) -> str:
-    """All code cells as one text, each after a `# cell N` line (for scans over the whole submission)."""
-    return "\n".join(f"# cell {cell.number}\n{cell.source}" for cell in cells)
+    """All code cells as one text, each after a `# In [N]` line (for scans over the whole submission)."""
+    return "\n".join(f"# In [{cell.number}]\n{cell.source}" for cell in cells)
 
 
 def joined_line_places(cells: list[Cell]) -> list[tuple[int, int]]:
     """For each line of `joined_source(cells)` (0-based), its (cell number, 1-based line in that cell).
 
-    The `# cell N` header line maps to line 0 of its cell."""
+    The `# In [N]` header line maps to line 0 of its cell."""
     places: list[tuple[int, int]] = []
     for cell in cells:
         places.append((cell.number, 0))

@@ -80,3 +80,23 @@ def unfinished_exercises(source: str) -> dict[str, list[int]]:
         if first < len(ordered) and ordered[first] < region.end + 1:
             unfinished.setdefault(region.name, []).append(region.begin + 1)
     return unfinished
+
+
+# An exercise region in a student's file: (notebook cell number or None, BEGIN marker line, END marker line), 1-based.
+RegionLines = tuple[int | None, int, int]
+
+
+def region_lines(source: str, cells: list | None = None) -> dict[str, list[RegionLines]]:
+    """Where each exercise region of a submission lies (per notebook cell; a file's own lines otherwise), so the
+    grader can tell a binding made inside an exercise from one made before or after it. Tolerant: markers that do
+    not pair up in a unit are ignored there."""
+    units = [(cell.number, cell.source) for cell in cells] if cells else [(None, source)]
+    found: dict[str, list[RegionLines]] = {}
+    for number, text in units:
+        try:
+            regions = find_regions(text.split("\n"))
+        except RegionError:
+            continue
+        for region in regions[:MAX_REPORTED_REGIONS]:
+            found.setdefault(region.name, []).append((number, region.begin + 1, region.end + 1))
+    return found

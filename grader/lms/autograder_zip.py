@@ -8,7 +8,7 @@ Layout (otter's, from `otter generate`, at the zip root = `/autograder/source` o
     otter_config.json   lists our plugin (`grader.lms.otter_plugin.SandboxedGrader`) with the assignment id
     requirements.txt    the project's dependencies pinned to the versions this zip was built with
     tests/              empty: otter requires the folder; every check lives in the assignment
-    pyproject.toml, README.md, grader/      our package (setup.sh installs it)
+    pyproject.toml, setup.py, README.md, grader/      our package (setup.sh installs it, with otter's import hook)
     assignments/<id>/, <solution>           the assignment and its reference solution (instructor-only;
                                             students never see the zip, and the sandbox hides it)
 
@@ -77,8 +77,7 @@ fi
 "$PYTHON" -m venv "$VENV"
 "$VENV/bin/python" -m pip install --upgrade pip
 "$VENV/bin/python" -m pip install -r "$SOURCE/requirements.txt"
-"$VENV/bin/python" -m pip install --no-deps "$SOURCE"
-"$VENV/bin/python" -m grader.lms.otter_runner install-hook   # `otter run` in this image grades in the sandbox too
+"$VENV/bin/python" -m pip install --no-deps "$SOURCE"   # with otter's import hook: `otter run` here grades in the sandbox too
 
 # Measure the reference solution's version-dependent facts now, once, instead of for every submission.
 (cd / && "$VENV/bin/python" -m grader.lms.otter_plugin warm /autograder) \\
@@ -188,7 +187,8 @@ def members(assignment: Assignment) -> dict[str, tuple[bytes, int]]:
         "tests/": (b"", 0o755),
     }
     package = PACKAGE_DIR
-    sources = [(path, path.name) for path in (project / "pyproject.toml", project / "README.md") if path.is_file()]
+    sources = [(path, path.name) for path in (project / "pyproject.toml", project / "setup.py", project / "README.md")
+               if path.is_file()]
     sources.append((assignment.solution_path, assignment.solution_path.relative_to(root).as_posix()))
     sources += [(path, "grader/" + path.relative_to(package).as_posix()) for path in _files_under(package)]
     sources += [(path, path.relative_to(root).as_posix()) for path in _files_under(assignment.folder)]

@@ -25,7 +25,7 @@ from typing import Any
 
 from grader.common.markdown import md_block
 from grader.model.record import CheckRecord, Record
-from grader.model.verdicts import passed
+from grader.model.verdicts import passed, student_messages
 
 GRADESCOPE_VISIBILITIES = ["hidden", "after_due_date", "after_published", "visible"]
 
@@ -126,7 +126,7 @@ def submission_output(record: Record) -> str:
     lines = [f"{record.get('title') or record.get('assignment', '')}: {record['score']:g} / {record['max_score']:g}"]
     if record["status"] == "error":
         lines.append("Your file could not be graded.")
-    lines += [f"- {message}" for message in record.get("messages", [])]
+    lines += [f"- {message}" for message in student_messages(record.get("messages", []))]
     return "\n".join(lines)
 
 

@@ -3,12 +3,12 @@
 
 The grading itself is `grader.lms.otter_runner.SandboxedRunner`, which otter uses for any config naming this plugin
 once `grader.lms.otter_runner.install` has run (Gradescope's run_otter.py calls it; `otter run` gets it from the
-import hook that `python -m grader.lms.otter_runner install-hook` installs). Should otter reach this plugin anyway,
-the runner was not installed: grading in otter's kernel would let student code rewrite its own score, so the
-plugin stops with a clear message (otter then writes a results.json saying so) instead.
+import hook that `pip install` of this package puts in site-packages). Should otter reach this plugin anyway, the
+runner was not installed: grading in otter's kernel would let student code rewrite its own score, so the plugin
+stops with a clear message (otter then writes a results.json saying so) instead.
 
-`python -m grader.lms.otter_plugin warm AUTOGRADER_DIR` (setup.sh) measures the reference facts and compiles the
-lesson's programs once, at image build time (the warm state, grader/grading/warm_state.py, in source/.grader-cache).
+`python -m grader.lms.otter_plugin warm AUTOGRADER_DIR` (setup.sh) measures the reference facts once, at image
+build time (the warm state, grader/grading/warm_state.py, in source/.grader-cache).
 """
 
 from __future__ import annotations
@@ -35,12 +35,12 @@ __all__ = ["PLUGIN_NAME", "SandboxedGrader", "warm_reference_cache"]
 class SandboxedGrader(AbstractOtterPlugin):
     def before_grading(self, config: Any) -> None:
         raise OtterRuntimeError("The sandboxed grader's runner is not installed in this environment, so nothing was "
-                                "graded. Install it with: python -m grader.lms.otter_runner install-hook")
+                                "graded. Install the grader package with pip in the environment otter runs in "
+                                "(its import hook, grader_otter_hook.pth, comes with it).")
 
 
 def warm_reference_cache(autograder_dir: str | Path) -> None:
-    """Measure the reference facts and compile the lesson's programs once at image build time (setup.sh), so
-    each submission skips both."""
+    """Measure the reference facts once at image build time (setup.sh), so each submission skips it."""
     source = Path(autograder_dir) / "source"
     settings = plugin_settings(json.loads((source / "otter_config.json").read_text()))
     if settings is None:

@@ -12,8 +12,9 @@ becomes an error record, never a crash. Other otter assignments are untouched.
 
 How otter finds it:
 - Gradescope: the zip's `run_otter.py` calls `install()` before otter's `main`;
-- `otter run`: `python -m grader.lms.otter_runner install-hook` (run by scripts/install and the zip's setup.sh)
-  puts a small import hook in site-packages that calls `install` when otter's autograder module is imported.
+- `otter run`: `pip install` of this package puts a small import hook in site-packages (`grader_otter_hook.pth`,
+  see setup.py and otter_import_hook.py) that does the same when otter's autograder module is imported. otter reads
+  no entry point or plugin before it has chosen its runner, so nothing lighter can reach it.
 """
 
 from __future__ import annotations
@@ -147,8 +148,10 @@ class SandboxedRunner(AbstractLanguageRunner):
             seeds = {name: scenario_seed(assignment, scenario, seed) for name, scenario in assignment.scenarios.items()}
             with ExitStack() as stack:
                 try:
+                    # No compiled programs here: they may come only from the public starter, which is rendered by
+                    # the authoring stage and not shipped in the zip (runs compile for themselves, as before).
                     warm = stack.enter_context(warmed_up(assignment, seeds, print_output, cache, warm_fresh_seeds=False,
-                                                         steps=print_output))
+                                                         steps=print_output, batch_seed=seed))
                 except Exception as error:  # the reference did not run: the autograder is broken, not the student
                     raise _unprepared(error) from None
                 record = grade_one(assignment, submission, warm.facts, seed, warm.runner)
@@ -182,9 +185,9 @@ def _unprepared(error: BaseException) -> OtterRuntimeError:
 
 
 def report(record: Record) -> str:
-    """Printed to the autograder's stdout (hidden from students by default): scores only, no feedback."""
-    lines = [f"Sandboxed grader: {record['score']:g} / {record['max_score']:g} ({record['status']}), "
-             f"variant seed {record['variant_seed']}"]
+    """Printed to the autograder's stdout: scores only, no feedback, and no seed (otter's `show_stdout` shows it to
+    students; the seed is in results/record.json for the instructor)."""
+    lines = [f"Sandboxed grader: {record['score']:g} / {record['max_score']:g} ({record['status']})"]
     lines += [f"  {c['id']:<48} {c['score']:>6g} / {c['max_score']:<6g} {c['visibility']}" for c in record["checks"]]
     if record.get("grader_error"):
         lines.append("grader error:\n" + record["grader_error"])
@@ -239,57 +242,16 @@ def failure_results(error: BaseException) -> dict:
                        "output": f"{type(error).__name__}: {error}"[:4000]}]}
 
 
-HOOK_SOURCE = '''"""Installed by `python -m grader.lms.otter_runner install-hook`: when otter's autograder module is imported, hand
-assignments that name the sandboxed grader to it (grader.lms.otter_runner.install). Inert for everything else."""
-import importlib.abc
-import importlib.util
-import sys
-
-TARGET = "otter.run.run_autograder"
-
-
-class _Hook(importlib.abc.MetaPathFinder):
-    def find_spec(self, name, path, target=None):
-        if name != TARGET:
-            return None
-        sys.meta_path.remove(self)
-        try:
-            spec = importlib.util.find_spec(name)
-        finally:
-            sys.meta_path.insert(0, self)
-        if spec is None or spec.loader is None or not hasattr(spec.loader, "exec_module"):
-            return spec
-        run = spec.loader.exec_module
-
-        def exec_module(module):
-            run(module)
-            original = module.create_runner
-
-            def create_runner(otter_config, **kwargs):   # resolved when otter is fully imported
-                try:
-                    from grader.lms.otter_runner import sandboxed_runner
-                except Exception as error:
-                    print("grader_otter_hook: the sandboxed grader is not available:", error, file=sys.stderr)
-                    return original(otter_config, **kwargs)
-                return sandboxed_runner(otter_config, **kwargs) or original(otter_config, **kwargs)
-
-            create_runner._sandboxed = True
-            module.create_runner = create_runner
-
-        spec.loader.exec_module = exec_module
-        return spec
-
-
-sys.meta_path.insert(0, _Hook())
-'''
-
-
 def install_hook(site_packages: Path | None = None) -> Path:
-    """Write the import hook and its .pth line into site-packages (idempotent); returns the .pth path."""
+    """Write the import hook and its .pth line into a folder (idempotent); returns the .pth path.
+
+    `pip install` already does this (setup.py); this is for a folder pip did not install into (a test putting the
+    checkout's own hook first on PYTHONPATH, an environment that imports the package from a path)."""
     folder = site_packages or Path(sysconfig.get_paths()["purelib"])
-    (folder / f"{HOOK_MODULE}.py").write_text(HOOK_SOURCE)
+    source = Path(__file__).with_name("otter_import_hook.py")
+    (folder / f"{HOOK_MODULE}.py").write_text(source.read_text(encoding="utf-8"), encoding="utf-8")
     pth = folder / f"{HOOK_MODULE}.pth"
-    pth.write_text(f"import {HOOK_MODULE}\n")
+    pth.write_text(f"import {HOOK_MODULE}; {HOOK_MODULE}.install()\n")
     return pth
 
 

@@ -17,7 +17,7 @@ class Limits:
     max_processes: int = 256
     output_keep_bytes: int = 1024**2
     channel_max_bytes: int = 32 * 1024**2
-    channel_max_objects: int = 250_000
+    channel_max_objects: int = 250_000     # JSON objects, arrays, items and members, counted before parsing
     value_max_bytes: int = 1024**2
     scratch_bytes: int = 256 * 1024**2
 

@@ -28,7 +28,7 @@ class GroupScore(TypedDict):
 class RunSummary(TypedDict):
     """How one scenario's run went (an entry of `runs`)."""
     seed: int | None
-    ending: str
+    ending: str          # completed, syntax_error (a script stopped there), sys_exit, killed_wall, exited_early, setup_failed, lost
     seconds: float
     statements: int
     failed_statements: int

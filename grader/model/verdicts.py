@@ -9,6 +9,7 @@ from grader.model.record import Record
 
 ISOLATION_PREFIX = "Isolation used: "          # the record message that names the sandbox a run used
 LIMIT_ENDINGS = {"killed_wall", "exited_early"}
+STOPPED_ENDINGS = ("syntax_error", "sys_exit", "killed_wall", "exited_early")   # no line after the stop ran
 LIMIT_WORDS = re.compile(r"\blimit\b|ran out of memory|was stopped|killed by|only the first and last", re.IGNORECASE)
 
 
@@ -36,3 +37,17 @@ def limit_notes(record: Record) -> list[str]:
         if isinstance(run, dict) and run.get("ending") in LIMIT_ENDINGS and not any(scenario in n for n in notes):
             notes.append(f"The {scenario} run ended with {run['ending']}.")
     return notes
+
+
+def stopped_early(record: Record) -> bool:
+    """The file as written stopped before its end (a syntax error, sys.exit, a limit): its run notes explain every
+    later failure, so every report shows them before the checks (the record lists the stop first)."""
+    baseline = (record.get("runs") or {}).get("baseline")
+    return isinstance(baseline, dict) and baseline.get("ending") in STOPPED_ENDINGS
+
+
+def student_messages(messages: list[str]) -> list[str]:
+    """The record's notes as a student reads them: the sandbox named in a few words (the record and the class
+    report keep its whole description)."""
+    return [ISOLATION_PREFIX + m[len(ISOLATION_PREFIX):].split(":")[0].rstrip(".") + "."
+            if isinstance(m, str) and m.startswith(ISOLATION_PREFIX) else m for m in messages]

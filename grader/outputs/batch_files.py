@@ -20,14 +20,20 @@ from grader.common.files import write_if_changed
 from grader.lms.canvas import Roster
 from grader.model.record import Record
 from grader.outputs.reports import FeedbackPages, feedback_page_name, write_class_report
+from grader.outputs.similarity_view import similarity_context
 from grader.outputs.writers import grades_csv, result_path, write_lms_outputs, write_result
+from grader.similarity.report import SimilarityReport
 
 FiguresFor = Callable[[int], dict[str, Any]]   # a record's variant seed -> the reference's figures in its world
 
 
-def _report_inputs(records: list[Record], assignment) -> str:
+def _report_inputs(records: list[Record], assignment, similarity: SimilarityReport | None) -> str:
     ordered = sorted(json.dumps(record, sort_keys=True, default=str) for record in records)
-    material = json.dumps([getattr(assignment, "fingerprint", ""), grader_code_digest(), ordered])
+    shown = None    # the similarity section as drawn, less its time (which differs every run)
+    if similarity is not None:
+        shown = {key: value for key, value in similarity_context(similarity).items() if key != "seconds"}
+    material = json.dumps([getattr(assignment, "fingerprint", ""), grader_code_digest(), ordered, shown],
+                          sort_keys=True, default=str)
     return hashlib.sha256(material.encode()).hexdigest()
 
 
@@ -60,13 +66,14 @@ class BatchFiles:
         self._page(record)
 
     def finish(self, records: list[Record], roster: Roster | None, run_info: dict[str, Any],
-               started: float | None = None) -> list[str]:
-        """grades.csv, the LMS files and report.html; returns the Canvas warnings."""
+               similarity: SimilarityReport | None = None, started: float | None = None) -> list[str]:
+        """grades.csv, the LMS files and report.html (with the instructor's `similarity` report, if any); returns
+        the Canvas warnings."""
         write_if_changed(self.out / "grades.csv", grades_csv(records, list(self.assignment.groups)))
         warnings = write_lms_outputs(self.out, records, self.assignment, roster)
         # The class report (and its charts) is drawn again only when a record changed: a re-run that graded nothing
         # keeps the page the run that graded them wrote. The page ends with a digest of what it was drawn from.
-        trailer = f"<!-- grader report inputs: {_report_inputs(records, self.assignment)} -->\n"
+        trailer = f"<!-- grader report inputs: {_report_inputs(records, self.assignment, similarity)} -->\n"
         try:
             with open(self.out / "report.html", "rb") as page:
                 page.seek(max(0, page.seek(0, 2) - len(trailer)))
@@ -74,7 +81,7 @@ class BatchFiles:
         except OSError:
             unchanged = False
         if not unchanged:
-            write_class_report(self.out, records, self.assignment, run_info,
+            write_class_report(self.out, records, self.assignment, run_info, similarity,
                                started if started is not None else time.monotonic(), trailer)
         return warnings
 

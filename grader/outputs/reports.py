@@ -26,9 +26,12 @@ from markupsafe import Markup, escape
 from grader.common.files import atomic_write
 from grader.intake.discovery import safe_filename
 from grader.model.record import Record
-from grader.model.verdicts import ISOLATION_PREFIX, limit_notes, mark, passed
+from grader.model.verdicts import ISOLATION_PREFIX, limit_notes, mark, passed, stopped_early, student_messages
 from grader.outputs.figure_data import ReadFigure, differences, read_figure
+from grader.outputs.similarity_view import similarity_context
+from grader.outputs.summary import class_average
 from grader.outputs.writers import STUDENT_VISIBLE
+from grader.similarity.report import SimilarityReport
 
 TEMPLATES = Path(__file__).with_name("report_templates")
 OUTPUT_SHOWN_CHARS = 20000  # of the head and of the tail each: the page stays small for a 1 MiB output
@@ -137,13 +140,14 @@ def class_context(records: list[Record], assignment, run_info: dict) -> dict[str
                   "reasons": [f"{scenario} run: {reason}" for scenario, reasons in r["grader_faults"].items()
                               for reason in reasons][:5]}
                  for r in graded if isinstance(r.get("grader_faults"), dict) and r["grader_faults"]]
-    problems += [{"id": r["submission"], "page": feedback_page_name(r["submission"]), "status": "check bug",
-                  "reasons": [f"check {check_id} raised an error of its own (full traceback in {r['submission']}.json "
+    problems += [{"id": r["submission"], "page": feedback_page_name(r["submission"]), "status": "check raised",
+                  "reasons": [f"check {check_id} raised something other than an assertion (full traceback in {r['submission']}.json "
                               f"under check_errors): {str(trace).splitlines()[0][:200] if trace else ''}"
                               for check_id, trace in r["check_errors"].items()][:5]}
                  for r in graded if isinstance(r.get("check_errors"), dict) and r["check_errors"]]
 
     percents = [_percent(r) for r in records]
+    average = class_average(records, getattr(assignment, "max_score", None))
     environment = dict(run_info.get("environment") or (records[0].get("environment", {}) if records else {}))
     return {
         "title": getattr(assignment, "title", "") or getattr(assignment, "id", ""),
@@ -151,8 +155,7 @@ def class_context(records: list[Record], assignment, run_info: dict) -> dict[str
         "generated": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
         "n": len(records), "n_graded": len(graded), "n_errored": len(errored),
         "max_score": getattr(assignment, "max_score", records[0]["max_score"] if records else 0.0),
-        "mean": sum(percents) / len(percents) if percents else 0.0,
-        "median": sorted(percents)[len(percents) // 2] if percents else 0.0,
+        "average": average,
         "histogram": _figures().score_histogram(percents) if records else None,
         "checks": check_rows, "groups": group_rows,
         "check_chart": _figures().pass_rate_chart([(row["id"], row["rate"], row["partial_rate"]) for row in check_rows])
@@ -182,12 +185,16 @@ def student_context(record: Record, assignment, reference_figures: dict, cache,
     sections: list[dict] = []
     current: dict[str, Any] | None = None
     for check in record.get("checks", []):
-        if check.get("visibility") not in STUDENT_VISIBLE:
-            continue
         if current is None or check["group"] != current["group"]:
             current = {"group": check["group"], "title": titles.get(check["group"], check["group"]), "checks": []}
             sections.append(current)
-        current["checks"].append({**check, "mark": mark(check["score"], check["max_score"])})
+        verdict = mark(check["score"], check["max_score"])
+        if check.get("visibility") in STUDENT_VISIBLE:
+            current["checks"].append({**check, "mark": verdict, "hidden": False})
+        else:   # only whether it passed, so the group's score is accounted for (as on Gradescope)
+            outcome = "passed" if verdict == "pass" else "did not pass"
+            current["checks"].append({"id": "", "score": check["score"], "max_score": check["max_score"], "mark": verdict,
+                                      "hidden": True, "feedback": f"A hidden check {outcome}; its details are not shown."})
 
     groups = [{"name": name, "title": titles.get(name, name), "score": value["score"], "max_score": value["max_score"],
                "mark": mark(value["score"], value["max_score"]),
@@ -230,7 +237,8 @@ def student_context(record: Record, assignment, reference_figures: dict, cache,
         "record": record, "percent": _percent(record),
         "error": record.get("status") != "graded",
         "reason": (record.get("messages") or ["unknown reason"])[0],
-        "groups": groups, "sections": sections, "messages": record.get("messages", []),
+        "groups": groups, "sections": sections, "messages": student_messages(record.get("messages", [])),
+        "stopped": stopped_early(record),
         "figure_name": figure_name, "figures": figures,
         "output_head": head[:OUTPUT_SHOWN_CHARS], "output_tail": tail[cut_tail:],
         "output_cut": cut_head + cut_tail, "output_omitted": (output.get("omitted_bytes", 0) or 0) if output else 0,
@@ -278,14 +286,17 @@ def _figure_set_key(figures: dict) -> str:
 
 
 def write_class_report(out: Path, records: list[Record], assignment, run_info: dict | None,
-                       started: float | None = None, trailer: str = "") -> Path:
+                       similarity: SimilarityReport | None = None, started: float | None = None,
+                       trailer: str = "") -> Path:
     """Write OUT/report.html (a page saying what failed when it cannot be drawn), `trailer` (an HTML comment of the
-    grader's) at its end."""
+    grader's) at its end. `similarity` (the instructor's similarity report) goes into it, never into a student's
+    page; `grader similar` redraws the page with a new one."""
     started = time.monotonic() if started is None else started
     path = Path(out) / "report.html"
     try:
         context = class_context(records, assignment, run_info or {})
         context["report_seconds"] = time.monotonic() - started
+        context["similarity"] = similarity_context(similarity) if similarity is not None else None
         page = _environment().get_template("report.html.j2").render(context)
     except Exception as error:  # the grades and the other outputs are written already: say so, do not crash
         page = _fallback_page("Class report", f"The class report could not be drawn ({type(error).__name__}: "
@@ -295,10 +306,12 @@ def write_class_report(out: Path, records: list[Record], assignment, run_info: d
 
 
 def write_reports(out: Path, records: list[Record], assignment, reference_figures: dict | None,
-                  run_info: dict | None) -> list[Path]:
-    """Write OUT/report.html and OUT/<safe id>.feedback.html for every record; returns the paths written."""
+                  run_info: dict | None, similarity: SimilarityReport | None = None) -> list[Path]:
+    """Write OUT/report.html and OUT/<safe id>.feedback.html for every record; returns the paths written.
+
+    `similarity` (the instructor's similarity report) goes into report.html only, never into a student's page."""
     started = time.monotonic()
     pages = FeedbackPages(out, assignment)
     written = [pages.write(record, reference_figures) for record in records]
-    written.append(write_class_report(out, records, assignment, run_info, started))
+    written.append(write_class_report(out, records, assignment, run_info, similarity, started))
     return written

@@ -13,8 +13,8 @@ from grader.intake.discovery import safe_filename
 from grader.lms.canvas import Roster, canvas_csv, column_header, late
 from grader.lms.gradescope import OtterSettings, results_json
 from grader.lms.otter_csv import final_grades_csv, safe_cell
-from grader.model.record import Record, record_to_json
-from grader.model.verdicts import mark
+from grader.model.record import CheckRecord, Record, record_to_json
+from grader.model.verdicts import mark, passed, stopped_early, student_messages
 
 STUDENT_VISIBLE = ("visible", "after_due_date", "after_published")
 
@@ -76,28 +76,31 @@ def _num(value: float) -> str:
 def feedback_markdown(record: Record, visibilities: tuple[str, ...] = STUDENT_VISIBLE) -> str:
     """The student's report: score, per-group table, each check's feedback, run notes, output head/tail.
 
-    Hidden checks are left out (the file is handed to students once grades are released). Everything that can
-    hold text from the student's run is made inert (md_line) or fenced (fence)."""
+    A hidden check shows only that it passed or did not (the file is handed to students once grades are released),
+    so every group's score is accounted for. When the file stopped early (a syntax error, sys.exit, a limit), the run
+    notes come first: they explain the failures below. Everything that can hold text from the student's run is made
+    inert (md_line) or fenced (fence)."""
     lines = [f"# Feedback: {md_line(record.get('title', record.get('assignment', '')))}", "",
              f"Submission {md_line(record['submission'])} ({md_line(record['file'])}): "
              f"**{record['score']:g} / {record['max_score']:g}**", ""]
     if record["status"] == "error":
         reason = record["messages"][0] if record["messages"] else "unknown reason"
         lines += ["Your file could not be graded: " + md_block(reason), ""]
+    notes = ["", "## Notes on your run", ""] + [f"- {md_block(m)}" for m in student_messages(record["messages"])]
+    first = stopped_early(record) and record["messages"]
+    if first:
+        lines += ["## Read this first: your file stopped early", "", *notes[3:], ""]
     lines += ["| Group | Score |", "|---|---|"]
     lines += [f"| {g} | {v['score']:g} / {v['max_score']:g} |" for g, v in record["groups"].items()]
     lines.append("")
     current = None
     for check in record["checks"]:
-        if check["visibility"] not in visibilities:
-            continue
         if check["group"] != current:
             current = check["group"]
             lines += ["", f"## {current}", ""]
-        verdict = mark(check["score"], check["max_score"]).upper()
-        lines.append(f"- **{verdict}** `{check['id']}` ({check['score']:g}/{check['max_score']:g}): {md_block(check['feedback'])}")
-    if record["messages"]:
-        lines += ["", "## Notes on your run", ""] + [f"- {md_block(m)}" for m in record["messages"]]
+        lines.append(check_line(check, visibilities))
+    if record["messages"] and not first:
+        lines += notes
     output = record.get("output")
     if output and (output.get("head") or output.get("tail")):
         text = output.get("head", "")
@@ -105,3 +108,13 @@ def feedback_markdown(record: Record, visibilities: tuple[str, ...] = STUDENT_VI
             text += f"\n... ({output.get('omitted_bytes', 0)} bytes omitted) ...\n" + output["tail"]
         lines += ["", "## Your output (baseline run)", "", *fence(text)]
     return "\n".join(lines) + "\n"
+
+
+def check_line(check: CheckRecord, visibilities: tuple[str, ...] = STUDENT_VISIBLE) -> str:
+    """One check as a list item: its verdict and feedback, or for a hidden check only whether it passed."""
+    verdict = mark(check["score"], check["max_score"]).upper()
+    points = f"({check['score']:g}/{check['max_score']:g})"
+    if check["visibility"] not in visibilities:
+        outcome = "passed" if passed(check["score"], check["max_score"]) else "did not pass"
+        return f"- **{verdict}** a hidden check {outcome} {points}; its details are not shown."
+    return f"- **{verdict}** `{check['id']}` {points}: {md_block(check['feedback'])}"

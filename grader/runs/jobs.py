@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import secrets
 from collections.abc import Callable
+from typing import Any
 
 from grader.config.assignment import Assignment, Scenario
 from grader.intake.notebook import Cell
@@ -12,23 +13,43 @@ from grader.model.limits import Limits
 from grader.runs.snapshot import Snapshot, build_snapshot
 from grader.sandbox.process import RawRun, run_job
 
+MAX_SEED_DRAWS = 200
+_PARAMETERS: dict[tuple[str, str, int, int], dict[str, Any]] = {}
+
 
 def scenario_seed(assignment: Assignment, scenario: Scenario, variant_seed: int) -> int:
     return variant_seed if scenario.fresh_seed else assignment.lesson_seed
 
 
 def fresh_variant_seed(assignment: Assignment) -> int:
-    """A random seed for this grading run, never the lesson's own."""
-    while True:
+    """A random seed for this grading run, never the lesson's own, and one the assignment finds suitable
+    (`oracle.suitable_seed(seed, settings)`, optional: e.g. a world where every method's value is told apart)."""
+    suitable = getattr(assignment.oracle, "suitable_seed", None)
+    seed = assignment.lesson_seed
+    for _ in range(MAX_SEED_DRAWS):
         seed = secrets.randbelow(2**31 - 1) + 1
-        if seed != assignment.lesson_seed:
+        if seed != assignment.lesson_seed and (suitable is None or suitable(seed, assignment.settings)):
             return seed
+    return seed
+
+
+def setup_parameters(assignment: Assignment, scenario: Scenario, seed: int, batch_seed: int | None) -> dict[str, Any]:
+    """What the scenario's set-up functions receive: [parameters], the run's `seed`, the grading run's random
+    `batch_seed` (secret to the runs), and what `oracle.scenario_parameters(scenario, seed, batch_seed, settings)`
+    derives from them in the trusted grader (optional). The oracle of the scenario is built from the same dict."""
+    batch = seed if batch_seed is None else batch_seed
+    key = (assignment.fingerprint, scenario.name, seed, batch)
+    if key not in _PARAMETERS:
+        derive = getattr(assignment.oracle, "scenario_parameters", None)
+        derived = derive(scenario.name, seed, batch, assignment.settings) if derive else {}
+        _PARAMETERS[key] = {**assignment.parameters, "seed": seed, "batch_seed": batch, **derived}
+    return dict(_PARAMETERS[key])
 
 
 def make_job(assignment: Assignment, scenario: Scenario, seed: int, source: str, filename: str,
-             cells: list[Cell] | None = None, data: bytes = b"") -> Job:
+             cells: list[Cell] | None = None, data: bytes = b"", batch_seed: int | None = None) -> Job:
     """The job the harness runs: the code (a notebook as its cells), the scenario's set-up, probes and limits."""
-    params = {**assignment.parameters, "seed": seed}
+    params = setup_parameters(assignment, scenario, seed, batch_seed)
     return new_job(source, filename, assignment.contract, assignment.limits, setup_source=assignment.setup_source,
                    setup_calls=[(name, params) for name in scenario.setup], probes_source=assignment.probes_source,
                    cells=[{"number": cell.number, "source": cell.source} for cell in cells] if cells else None,
@@ -41,7 +62,7 @@ Runner = Callable[[Job, Limits], RawRun]
 
 def run_scenario(assignment: Assignment, scenario: Scenario, seed: int, source: str, filename: str,
                  runner: Runner | None = None, cells: list[Cell] | None = None,
-                 data: bytes = b"") -> tuple[Snapshot, RawRun]:
-    job = make_job(assignment, scenario, seed, source, filename, cells, data)
+                 data: bytes = b"", batch_seed: int | None = None) -> tuple[Snapshot, RawRun]:
+    job = make_job(assignment, scenario, seed, source, filename, cells, data, batch_seed)
     raw = runner(job, assignment.limits) if runner else run_job(job, assignment.limits)
     return build_snapshot(raw, scenario.name, seed), raw

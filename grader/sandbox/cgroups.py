@@ -12,24 +12,37 @@ cgroup v2 (a unified hierarchy with the three controllers) is used where the hos
 (as on the machine this was written on). A batch makes one group under the grader's own groups and one child
 per run; runs are placed in theirs before they execute anything (by the sandbox's launcher, or, for the fork
 server, by its supervisor, which sees the batch's groups through a bind mount and hides them from the run).
+With v1 controllers, a run also gets a group on the unified (v2) hierarchy where the host mounts one beside them
+(systemd's hybrid layout): it carries no limit, but the kernel measures the run's CPU time and CPU pressure there
+(child/cpu_wait.py: the time the run was kept waiting, counted once however many of its processes queued) and
+kills all its processes at once (`cgroup.kill`).
 Where no group can be made (not root, a read-only cgroupfs, an unprivileged container) `CgroupTree.create`
 returns None and every record says the run was not in a cgroup.
+
+Nothing is left behind: a run's groups are emptied (every process killed) and removed when it ends, before its uid
+is used again; the batch's groups when the grader exits. A grader killed outright cannot clean up, so each
+grader first removes the groups of graders that are no longer alive (named `grader-<pid>-...`).
 """
 
 from __future__ import annotations
 
 import os
+import re
 import secrets
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
 from grader.model.limits import Limits
+from grader.sandbox.scratch import grader_alive
 
 ROOT = Path("/sys/fs/cgroup")
 V1_CONTROLLERS = ("memory", "pids", "cpu")
+UNIFIED = "unified"        # with v1 controllers: the run's group on the unified hierarchy (measures, kills)
 EQUAL_SHARE_V1 = 1024
 EQUAL_WEIGHT_V2 = 100
+BATCH_NAME = re.compile(r"grader-(\d+)-[0-9a-f]{6}")
+REMOVE_SECONDS = 20        # how long a group's last processes may take to die (a killed fork bomb, a loaded machine)
 
 
 @dataclass(frozen=True)
@@ -37,11 +50,16 @@ class RunCgroup:
     """One run's groups: a directory per controller (v1) or one directory (v2)."""
 
     version: int
-    paths: dict[str, Path]       # controller -> directory (v2: every controller -> the same directory)
+    paths: dict[str, Path]       # controller -> directory (v2: every controller -> the same directory; v1: + UNIFIED)
 
     @property
     def directories(self) -> list[Path]:
         return sorted(set(self.paths.values()))
+
+    @property
+    def measured_by(self) -> str | None:
+        """The key of `paths` whose directory has the run's `cpu.pressure` and `cpu.stat` (None: none has)."""
+        return "cpu" if self.version == 2 else UNIFIED if UNIFIED in self.paths else None
 
     def peak_memory_bytes(self) -> int | None:
         name = "memory.max_usage_in_bytes" if self.version == 1 else "memory.peak"
@@ -70,6 +88,7 @@ class CgroupTree:
         if os.geteuid() != 0:
             return None
         name = f"grader-{os.getpid()}-{secrets.token_hex(3)}"
+        assert BATCH_NAME.fullmatch(name)
         for attempt in (cls._create_v2, cls._create_v1):
             try:
                 tree = attempt(name)
@@ -90,6 +109,7 @@ class CgroupTree:
         available = (parent / "cgroup.controllers").read_text().split()
         if not all(c in available for c in ("memory", "pids", "cpu")):
             return None
+        remove_stale(parent)
         batch = parent / name
         batch.mkdir()
         try:
@@ -108,12 +128,16 @@ class CgroupTree:
             if mount is None or controller not in own:
                 break
             path = mount / own[controller].lstrip("/") / name
+            remove_stale(path.parent)
             path.mkdir()
             batch[controller] = path
         if len(batch) != len(V1_CONTROLLERS):
             for path in batch.values():
                 _remove(path)
             return None
+        unified = _unified_batch(name, own.get(""))
+        if unified is not None:
+            batch[UNIFIED] = unified
         return cls(1, batch)
 
     def describe(self) -> str:
@@ -122,19 +146,28 @@ class CgroupTree:
     def run_group(self, limits: Limits, name: str | None = None) -> RunCgroup:
         """Make and configure one run's groups (nothing runs in them yet)."""
         name = name or f"run-{secrets.token_hex(6)}"
-        paths = {c: self.batch[c] / name for c in V1_CONTROLLERS}
-        for path in set(paths.values()):
-            path.mkdir()
-        configure(RunCgroup(self.version, paths), limits)
-        return RunCgroup(self.version, paths)
+        paths = {c: self.batch[c] / name for c in self.batch}
+        group = RunCgroup(self.version, paths)
+        try:
+            for path in group.directories:
+                path.mkdir()
+            configure(group, limits)
+        except OSError:
+            self.release(group)
+            raise
+        return group
 
     def release(self, group: RunCgroup) -> None:
+        """Kill whatever is left of the run and remove its groups."""
+        for path in group.directories:
+            _kill_all(path)
         for path in group.directories:
             _remove(path)
 
     def close(self) -> None:
-        for path in set(self.batch.values()):
-            _remove(path)
+        """Remove the batch's groups, with any run group still in them."""
+        for path in sorted(set(self.batch.values())):
+            _remove_tree(path)
 
 
 def configure(group: RunCgroup, limits: Limits) -> None:
@@ -155,6 +188,40 @@ def settings_for(version: int, paths: dict[str, Path], limits: Limits) -> list[t
                 (paths["cpu"], [("cpu.shares", EQUAL_SHARE_V1)])]
     return [(paths["memory"], [("memory.max", memory), ("memory.swap.max", 0), ("pids.max", int(limits.max_processes)),
                                ("cpu.weight", EQUAL_WEIGHT_V2)])]
+
+
+def remove_stale(parent: Path) -> None:
+    """Remove the batch groups under `parent` of graders that are no longer alive (killed before they could)."""
+    try:
+        entries = list(parent.iterdir())
+    except OSError:
+        return
+    for entry in entries:
+        match = BATCH_NAME.fullmatch(entry.name)
+        if match and entry.is_dir() and not grader_alive(int(match.group(1))):
+            _remove_tree(entry)
+
+
+def _unified_batch(name: str, own: str | None) -> Path | None:
+    """The batch's group on a unified hierarchy mounted beside v1 controllers, if the kernel measures CPU pressure
+    there; None otherwise (the runs' waits are then read per thread)."""
+    mount = next((Path(fields[1]) for fields in (line.split() for line in Path("/proc/self/mounts").read_text().splitlines())
+                  if len(fields) >= 3 and fields[2] == "cgroup2"), None)
+    if mount is None or own is None:
+        return None
+    parent = mount / own.lstrip("/")
+    if not (parent / "cgroup.procs").is_file():
+        return None
+    remove_stale(parent)
+    batch = parent / name
+    try:
+        batch.mkdir()
+    except OSError:
+        return None
+    if not (batch / "cpu.pressure").is_file() or not (batch / "cpu.stat").is_file():
+        _remove(batch)
+        return None
+    return batch
 
 
 def _own_paths() -> dict[str, str]:
@@ -190,20 +257,43 @@ def _read_int(path: Path) -> int | None:
         return None
 
 
-def _remove(path: Path, attempts: int = 50) -> None:
-    """rmdir a group; its last processes may take a moment to leave after a kill."""
-    for _ in range(attempts):
+def _remove_tree(path: Path) -> None:
+    """A group and every group below it, deepest first."""
+    try:
+        children = [entry for entry in path.iterdir() if entry.is_dir()]
+    except OSError:
+        children = []
+    for child in children:
+        _remove_tree(child)
+    _kill_all(path)
+    _remove(path)
+
+
+def _remove(path: Path) -> None:
+    """rmdir a group; its last processes may take a while to leave after a kill on a loaded machine."""
+    deadline = time.monotonic() + REMOVE_SECONDS
+    pause = 0.01
+    while True:
         try:
             path.rmdir()
             return
         except FileNotFoundError:
             return
         except OSError:
+            if time.monotonic() > deadline:
+                return
             _kill_all(path)
-            time.sleep(0.02)
+            time.sleep(pause)
+            pause = min(pause * 2, 0.5)
 
 
 def _kill_all(path: Path) -> None:
+    """Kill every process in the group: at once where the kernel can (v2's cgroup.kill), else one by one."""
+    try:
+        (path / "cgroup.kill").write_text("1")
+        return
+    except OSError:
+        pass
     procs = _read(path / "cgroup.procs") or ""
     for pid in procs.split():
         try:

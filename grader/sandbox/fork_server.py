@@ -8,10 +8,16 @@ run can poison another's.
 
 Nothing a run does is read as a sign that the server failed. The server's health comes only from its own
 channels: whether the request could be sent, and the supervisor's status report on a pipe the run closed before
-reading its job. Whether the harness set the run up comes from its control pipe, closed before student code. A
-dead server is replaced by a new generation while the runs in flight on the old one finish undisturbed
-(restarts are serialized; the old one is closed when its last run ends), and the failed run is tried again, then
-in a fresh sandboxed interpreter.
+reading its job. The report is awaited until the supervisor must have ended the run (its wall limit, stretched at
+most by the allowance, plus a grace that holds on a loaded machine), so a run that closes its own pipes or dies
+slowly is only a run that ended, never a failed server. Whether the harness set the run up comes from its control
+pipe, closed before student code. A dead server is replaced by a new generation while the runs in flight on the
+old one finish undisturbed (one restart per failure; the old one is closed when its last run ends), and the
+failed run is tried again, then in a fresh sandboxed interpreter.
+
+Every generation is started by one long-lived launcher thread, never by the worker thread whose run found the
+server dead: bwrap's --die-with-parent ties the sandbox's life to the thread that started it, and a worker thread
+ends with its submission, taking a server and every run in flight on it along.
 
 `ForkServer.run_job` returns the same `RawRun` as `sandbox.run_job`, so grading does not care which ran.
 Where bubblewrap or root is missing, `ForkServer.start` fails and callers use `sandbox.run_job`.
@@ -43,6 +49,7 @@ from grader.sandbox.isolation import (
     strongest_available,
     system_view,
 )
+from grader.sandbox.launcher import Launcher
 from grader.sandbox.process import (
     COMPILE_CACHE_PATH,
     RawRun,
@@ -53,6 +60,7 @@ from grader.sandbox.process import (
     run_job,
     shared_tree,
 )
+from grader.sandbox.scratch import make_temp_dir
 from grader.sandbox.seccomp import filter_program
 
 RUNTIME = "/grader-runtime"          # grader/child/ (harness, zygote_server, ...), read-only, inside the sandbox
@@ -60,7 +68,7 @@ CACHE = "/grader-compile-cache"      # the warmed compilation cache, read-only, 
 CGROUPS = "/grader-cgroup"           # the batch's cgroups, seen by the supervisors only (a run unmounts it)
 CAPABILITIES = ("CAP_SYS_ADMIN", "CAP_SETUID", "CAP_SETGID", "CAP_CHOWN", "CAP_DAC_OVERRIDE", "CAP_FOWNER")
 START_SECONDS = 120
-WALL_GRACE_SECONDS = 10              # the supervisor kills at the (stretched) wall limit; this is the backstop
+WALL_GRACE_SECONDS = 30              # the supervisor kills at the (stretched) wall limit; this is the backstop
 FD_NAMES = ("job", "output", "channel", "status", "control")
 
 
@@ -105,6 +113,8 @@ class ForkServer:
         self._restart_lock = threading.Lock()  # one restart at a time
         self._current: _Server | None = None
         self._generation = 0
+        self._launcher: Launcher[_Server] | None = None
+        self.launches = 0                      # generations started (1 + restarts), for tests and the benchmark
         self._tree = shared_tree()
         self.description = describe_run(self.name, self._tree)
 
@@ -113,14 +123,20 @@ class ForkServer:
     def start(self) -> ForkServer:
         if os.geteuid() != 0 or not isinstance(strongest_available(), Bubblewrap):
             raise ForkServerError("the fork server needs root and bubblewrap")
-        server = self._launch()
+        self._launcher = Launcher(self._launch)
+        try:
+            server = self._launcher.launch()
+        except BaseException:
+            self._launcher.stop()
+            self._launcher = None
+            raise
         with self._lock:
             self._current = server
         return self
 
     def _launch(self) -> _Server:
-        runtime = Path(tempfile.mkdtemp(prefix="grader-zygote-"))
-        shutil.rmtree(runtime)
+        runtime = make_temp_dir("zygote")
+        runtime.rmdir()
         copy_child_runtime(runtime)
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         log = tempfile.TemporaryFile()
@@ -145,6 +161,7 @@ class ForkServer:
             ready = b""
         ours.settimeout(None)
         self._generation += 1
+        self.launches += 1
         server = _Server(process, ours, runtime, log, self._generation)
         if ready != b"ready\n":
             text = _read_log(log)
@@ -157,6 +174,9 @@ class ForkServer:
             server, self._current = self._current, None
         if server is not None:
             server.close()
+        if self._launcher is not None:
+            self._launcher.stop()
+            self._launcher = None
 
     def __enter__(self) -> ForkServer:
         return self.start()
@@ -204,7 +224,7 @@ class ForkServer:
                 if self._current is not failed:
                     return   # another thread has already replaced it
             try:
-                fresh = self._launch()
+                fresh = self._launcher.launch() if self._launcher else None
             except ForkServerError:
                 fresh = None
             with self._lock:
@@ -258,6 +278,8 @@ class ForkServer:
             request["cgroup_procs"] = [f"{CGROUPS}/{controller}/{path.name}/cgroup.procs"
                                        for controller, path in sorted(group.paths.items())]
             request["cgroup_root"] = CGROUPS
+            if group.measured_by is not None:   # where the supervisor measures the run's CPU time and waits
+                request["cgroup_stats"] = f"{CGROUPS}/{group.measured_by}/{group.paths[group.measured_by].name}"
         program = filter_program()
         job = {**job, "seccomp": base64.b64encode(program).decode("ascii") if program else None}
         if self.compile_cache:
@@ -287,18 +309,19 @@ class ForkServer:
             backstop = started + limits.wall_seconds + limits.cpu_wait_allowance_seconds + WALL_GRACE_SECONDS
             pump(ours["output"], ours["channel"], limits, raw, lambda: backstop - time.monotonic(),
                  has_exited=lambda: not reader.is_alive(), at_deadline=wedged, control_fd=ours["control"])
-            reader.join(timeout=1)
+            # The run may have closed its pipes and still be running: its supervisor reports once it has ended it.
+            reader.join(timeout=max(backstop - time.monotonic(), 0) + WALL_GRACE_SECONDS)
         finally:
             for fd in [*theirs, *ours.values()]:
                 try:
                     os.close(fd)
                 except OSError:
                     pass
-            UIDS.give_back(uid)
             if group is not None and self._tree is not None:
                 raw.memory_limit_hit = group.memory_limit_hit()
                 raw.max_rss_bytes = group.peak_memory_bytes()
-                self._tree.release(group)
+                self._tree.release(group)   # before the uid is reused: nothing of this run may outlive it
+            UIDS.give_back(uid)
             raw.seconds = round(time.monotonic() - started, 3)
         if not status or status.get("error"):
             return raw, True   # no report from the supervisor: it (or the server) died

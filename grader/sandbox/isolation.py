@@ -25,12 +25,12 @@ import shutil
 import subprocess
 import sys
 import sysconfig
-import tempfile
 import threading
 from functools import lru_cache
 from pathlib import Path
 
 from grader.model.limits import Limits
+from grader.sandbox.scratch import make_temp_dir
 
 SYSTEM_DIRS = ("/usr", "/etc")
 SYSTEM_LINKS_OR_DIRS = ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
@@ -124,7 +124,7 @@ class Isolation:
 
     def works(self) -> bool:
         """Try the strategy once on `true`; a strategy the kernel refuses is never used."""
-        workdir = Path(tempfile.mkdtemp(prefix="grader-probe-"))
+        workdir = make_temp_dir("probe")
         uid = UIDS.take() if self.switches_uid else None
         try:
             self.prepare_workdir(workdir, uid)

@@ -24,7 +24,6 @@ import signal
 import struct
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 from collections.abc import Callable
@@ -34,8 +33,9 @@ from pathlib import Path
 from grader.model.job import Job
 from grader.model.limits import Limits
 from grader.sandbox.cgroups import CgroupTree, RunCgroup
-from grader.sandbox.child.cpu_wait import StretchedDeadline, tree_usage
+from grader.sandbox.child.cpu_wait import StretchedDeadline, Usage, group_usage, open_proc, starting_usage, tree_usage
 from grader.sandbox.isolation import RUNTIME_NAME, UIDS, Isolation, strongest_available
+from grader.sandbox.scratch import make_temp_dir
 from grader.sandbox.seccomp import describe as seccomp_description
 from grader.sandbox.seccomp import filter_program
 
@@ -105,8 +105,10 @@ class OutputKeeper:
 class FrameReader:
     """Parses length-prefixed JSON frames; stops (and says why) on garbage or when over its budgets.
 
-    Bounded in bytes (the channel as a whole and each frame) and in objects: every `{` and `[` of a frame is
-    counted before it is parsed, so 30 MiB of `[{},{},...]` costs a refusal, not gigabytes of dicts."""
+    Bounded in bytes (the channel as a whole and each frame) and in JSON values: every `{`, `[`, `,` and `:` of a
+    frame is counted before it is parsed (each object, array, item and member costs one), so 30 MiB of
+    `[{},{},...]` or of `[1.5,2.5,...]` costs a refusal, not gigabytes of dicts or floats. Commas and colons
+    inside strings count too: the count can only overstate what parsing would build."""
 
     def __init__(self, budget: int, max_objects: int = Limits.channel_max_objects):
         self.budget = budget
@@ -134,9 +136,10 @@ class FrameReader:
                 return
             payload = bytes(self.buffer[4 : 4 + size])
             del self.buffer[: 4 + size]
-            self.objects += payload.count(b"{") + payload.count(b"[")
+            self.objects += sum(payload.count(mark) for mark in (b"{", b"[", b",", b":"))
             if self.objects > self.max_objects:
-                self.problem = f"the data channel carried more than {self.max_objects} objects; the rest was ignored"
+                self.problem = (f"the data channel carried more than {self.max_objects} objects and values; "
+                                "the rest was ignored")
                 return
             try:
                 frame = json.loads(payload)
@@ -210,7 +213,7 @@ def run_job(job: Job, limits: Limits, isolation: Isolation | None = None, python
     `own_uid=False` keeps the grader's uid and leaves out the cgroup and syscall filter: only for trusted code
     (the reference solution warming a cache)."""
     isolation = isolation or strongest_available()
-    workdir = Path(tempfile.mkdtemp(prefix="grader-run-"))
+    workdir = make_temp_dir("run")
     started = time.monotonic()
     read_fd, write_fd = os.pipe()
     control_read, control_write = os.pipe()
@@ -245,7 +248,7 @@ def run_job(job: Job, limits: Limits, isolation: Isolation | None = None, python
         program = filter_program() if own_uid else None
         _send_job(process, {**job, "channel_fd": channel_fd, "control_fd": control_fd,
                             "seccomp": base64.b64encode(program).decode("ascii") if program else None})
-        _pump(process, read_fd, control_read, limits, raw)
+        _pump(process, read_fd, control_read, limits, raw, group)
     except OSError as error:   # the sandbox could not start the run: the grader's failure, retried by the caller
         raw.grader_failure = f"{type(error).__name__}: {error}"
     finally:
@@ -298,20 +301,70 @@ def _send_job(process: subprocess.Popen, job: Job) -> None:
         pass  # the child is already gone; the pump will see it
 
 
-def _pump(process: subprocess.Popen, channel_fd: int, control_fd: int, limits: Limits, raw: RawRun) -> None:
-    wall = StretchedDeadline(limits.wall_seconds, limits.cpu_wait_allowance_seconds, lambda: tree_usage(process.pid),
-                             from_zero=True)
+def _pump(process: subprocess.Popen, channel_fd: int, control_fd: int, limits: Limits, raw: RawRun,
+          group: RunCgroup | None) -> None:
+    with RunUsage(process.pid, group) as usage:
+        wall = StretchedDeadline(limits.wall_seconds, limits.cpu_wait_allowance_seconds, usage.measure,
+                                 start=usage.start())
 
-    def wall_limit() -> None:
-        raw.killed_at_wall_limit = True
-        kill_group(process.pid)
+        def wall_limit() -> None:
+            raw.killed_at_wall_limit = True
+            kill_group(process.pid)
 
-    assert process.stdout is not None, "the harness is started with stdout=PIPE"
-    try:
-        pump(process.stdout.fileno(), channel_fd, limits, raw, wall.remaining,
-             has_exited=lambda: process.poll() is not None, at_deadline=wall_limit, control_fd=control_fd)
-    finally:
-        raw.cpu_wait_allowance_seconds = round(wall.allowance, 3)
+        assert process.stdout is not None, "the harness is started with stdout=PIPE"
+        try:
+            pump(process.stdout.fileno(), channel_fd, limits, raw, wall.remaining,
+                 has_exited=lambda: process.poll() is not None, at_deadline=wall_limit, control_fd=control_fd)
+            # A run that closed its pipes may still be running: it ends when it ends, or at its limit (as under the
+            # fork server's supervisor), not when its pipes closed.
+            while not raw.killed_at_wall_limit and process.poll() is None:
+                if wall.remaining() <= 0:
+                    wall_limit()
+                    break
+                time.sleep(0.02)
+        finally:
+            raw.cpu_wait_allowance_seconds = round(wall.allowance, 3)
+            raw.cpu_seconds = usage.cpu_seconds()
+
+
+class RunUsage:
+    """What a run has had (child/cpu_wait.py), read by its cgroup on the unified hierarchy where it has one, else
+    from its process tree; open for the run's life."""
+
+    def __init__(self, root: int, group: RunCgroup | None):
+        self.root = root
+        key = group.measured_by if group is not None else None
+        self.proc: int | None = None
+        self.group: int | None = None
+        try:
+            self.proc = open_proc()
+        except OSError:
+            pass
+        if key is not None and group is not None:
+            try:
+                self.group = os.open(group.paths[key], os.O_RDONLY | os.O_DIRECTORY)
+            except OSError:
+                self.group = None
+
+    def start(self) -> Usage:
+        return starting_usage(self.proc)
+
+    def measure(self) -> Usage:
+        measured = group_usage(self.group, self.proc) if self.group is not None else None
+        return measured or tree_usage(self.root, self.proc)
+
+    def cpu_seconds(self) -> float | None:
+        """The run's CPU time so far, where its cgroup counts it (every process, reaped or not); else None."""
+        measured = group_usage(self.group, self.proc) if self.group is not None else None
+        return round(measured.cpu_seconds, 3) if measured else None
+
+    def __enter__(self) -> RunUsage:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        for fd in (self.proc, self.group):
+            if fd is not None:
+                os.close(fd)
 
 
 CONTROL_MAX_BYTES = 4096

@@ -5,8 +5,10 @@ What a grading run has no use for is refused with EPERM: new namespaces (`unshar
 with a namespace flag, so no user namespace and no private mounts), every mount call, the kernel keyring,
 tracing other processes and reading their memory, bpf, perf events, userfaultfd, io_uring, kernel modules,
 kexec, reboot, swap, clocks, host and domain names, raw I/O ports, file handles by number, quotas and the
-kernel log. Foreign system-call ABIs (32-bit calls on a 64-bit kernel) are killed by libseccomp's default.
-`clone3` answers ENOSYS so that C libraries fall back to `clone`, whose flags a filter can read.
+kernel log, and Linux AIO (`io_setup` reserves from the host-wide `fs.aio-max-nr` pool, which no namespace or
+cgroup divides: one run could take it all from every other process on the machine). Foreign system-call ABIs
+(32-bit calls on a 64-bit kernel) are killed by libseccomp's default. `clone3` answers ENOSYS so that C
+libraries fall back to `clone`, whose flags a filter can read.
 
 The program is built once per grader process; where libseccomp is missing, `filter_program()` returns None
 and every record says there was no syscall filter.
@@ -31,6 +33,7 @@ DENIED = (
     "quotactl", "quotactl_fd", "syslog", "vhangup", "lookup_dcookie", "fanotify_init", "nfsservctl",
     "personality", "uselib", "ustat", "sysfs", "_sysctl", "vm86", "vm86old", "modify_ldt", "get_kernel_syms",
     "query_module", "create_module", "landlock_create_ruleset",
+    "io_setup", "io_destroy", "io_submit", "io_cancel", "io_getevents", "io_pgetevents",
 )
 NAMESPACE_FLAGS = {"CLONE_NEWNS": 0x00020000, "CLONE_NEWCGROUP": 0x02000000, "CLONE_NEWUTS": 0x04000000,
                    "CLONE_NEWIPC": 0x08000000, "CLONE_NEWUSER": 0x10000000, "CLONE_NEWPID": 0x20000000,
@@ -91,5 +94,5 @@ def filter_program() -> bytes | None:
 
 
 def describe() -> str:
-    return ("a syscall filter (no namespaces, mounts, keyring, ptrace, bpf, perf, userfaultfd, io_uring, modules)"
+    return ("a syscall filter (no namespaces, mounts, keyring, ptrace, bpf, perf, userfaultfd, io_uring, AIO, modules)"
             if filter_program() else "no syscall filter (libseccomp missing)")

@@ -7,8 +7,9 @@
 The notebook graded is, in order: the `path=` given; the one Jupyter names for this kernel
 (`JPY_SESSION_NAME`, or VS Code's `__vsc_ipynb_file__`); `<submission name>.ipynb` in the working folder; the
 only `.ipynb` there; else the most recently saved one. The output says which file was graded and when it was
-saved: unsaved edits are not graded, as they would not be submitted. Feedback cites "cell N, line M", the
-notebook's own cells counted from the top. The result comes back as a StudentCheck for code to read.
+saved: unsaved edits are not graded, as they would not be submitted. Feedback cites "In [N], line M", each code
+cell numbered as Jupyter numbers it when the notebook runs from the top. The result comes back as a StudentCheck
+for code to read; its repr is one line, so the cell shows the feedback table and not the whole record under it.
 """
 
 from __future__ import annotations
@@ -92,6 +93,9 @@ def report_html(result: StudentCheck, saved: str) -> str:
              f"<b>{result.score:g} / {result.max_score:g}</b> ({verdict}).</p>")]
     if result.version_note:
         parts.append(f"<p><b>Note:</b> {html.escape(result.version_note)}</p>")
+    notes = "<ul>" + "".join(f"<li>{html.escape(m)}</li>" for m in result.messages) + "</ul>" if result.messages else ""
+    if result.stopped_early:      # what stopped the notebook explains the failures below: read first
+        parts.append(notes)
     parts.append("<table><thead><tr><th>check</th><th>score</th><th style='text-align:left'>feedback</th></tr></thead><tbody>")
     for check in result.checks:
         verdict_mark = mark(check["score"], check["max_score"])
@@ -100,6 +104,6 @@ def report_html(result: StudentCheck, saved: str) -> str:
                      f"{html.escape(check['id'])}</td><td>{check['score']:g}/{check['max_score']:g}</td>"
                      f"<td style='text-align:left;white-space:pre-wrap'>{html.escape(check['feedback'])}</td></tr>")
     parts.append("</tbody></table>")
-    if result.messages:
-        parts.append("<ul>" + "".join(f"<li>{html.escape(m)}</li>" for m in result.messages) + "</ul>")
+    if not result.stopped_early:
+        parts.append(notes)
     return "\n".join(parts) + "</div>"

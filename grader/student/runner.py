@@ -1,9 +1,10 @@
 """How a student check starts its runs: the fork server over the warm state's compiled programs where it can work.
 
-In the instructor's checkout the warm state is the reference solution's (grader/grading/warm_up.py). A student
-bundle has no solution: its programs come from the public starter it ships, trusted code that compiles the
-lesson's given programs (most of a run's compile time), kept in the same warm state (grader/grading/warm_state.py)
-and built once per machine and JAX version, beside the fork server's start. Student runs only ever read a copy.
+The programs are the public starter's, trusted code that compiles the lesson's given programs (most of a run's
+compile time): in the instructor's checkout rendered from the solution (with the reference facts, by
+grader/grading/warm_up.py), in a student bundle the copy it ships (which has no solution: its facts come with
+it). Both are kept in the same warm state (grader/grading/warm_state.py), built once per machine and JAX version,
+beside the fork server's start. Student runs only ever read a copy, as in `grader grade`.
 """
 
 from __future__ import annotations
@@ -11,8 +12,9 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
+from grader.authoring.starter import public_code
 from grader.common.warm_store import View
-from grader.config.assignment import Assignment
+from grader.config.assignment import Assignment, ConfigError
 from grader.config.bundle import Bundle
 from grader.grading.warm_state import WarmState
 from grader.grading.warm_up import GatedRunner, warmed_up
@@ -24,17 +26,20 @@ from grader.runs.runners import ServerStart
 def check_runner(assignment: Assignment, bundle: Bundle | None, note: Callable[[str], None]) -> Iterator[Runner | None]:
     if bundle is None:
         baseline = {"baseline": assignment.lesson_seed}   # the variant's seed is fresh each time: not worth warming
-        with warmed_up(assignment, baseline, note, warm_fresh_seeds=False) as warm:
+        with warmed_up(assignment, baseline, note, warm_fresh_seeds=False, public_source=public_code(assignment)) as warm:
             yield warm.runner
         return
-    state = WarmState(assignment)
+    state = WarmState(assignment, public_source=bundle.starter)
     view = View(state.store) if state.compiled else None
     server = ServerStart(view.folder if view else None, note)
     try:
-        if view and bundle.starter:
-            part = state.starter(bundle.starter)
-            if part is not None:
-                view.add(part)
+        try:
+            part = state.starter() if view else None
+        except (ConfigError, OSError) as error:   # the check still runs: each run compiles for itself
+            note(f"The lesson's programs could not be compiled ahead ({error}); each run compiles its own.")
+            part = None
+        if view and part is not None:
+            view.add(part)
         yield GatedRunner(server, {})
     finally:
         server.close()

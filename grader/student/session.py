@@ -22,6 +22,7 @@ from grader.grading.grade import grade
 from grader.grading.reference import reference_facts
 from grader.intake.discovery import load_single
 from grader.model.record import CheckRecord
+from grader.model.verdicts import stopped_early, student_messages
 from grader.runs.jobs import fresh_variant_seed
 from grader.runs.snapshot import decode
 from grader.student.runner import check_runner
@@ -50,6 +51,12 @@ class StudentCheck:
     version_note: str | None = None
     notebook: bool = False
     seconds: dict[str, float] = field(default_factory=dict)
+    stopped_early: bool = False           # a syntax error, sys.exit or a limit stopped the file: notes come first
+
+    def __repr__(self) -> str:
+        """Short: Jupyter shows a cell's last value, and `check()` has already displayed the feedback."""
+        return (f"StudentCheck({Path(self.file).name}: {self.score:g} / {self.max_score:g} over {len(self.checks)} "
+                f"visible checks)")
 
     @property
     def full_marks(self) -> bool:
@@ -145,7 +152,7 @@ def run_check(path: Path, assignment: Assignment, bundle: Bundle | None, group: 
     return StudentCheck(
         file=str(path), assignment=assignment.id, title=assignment.title, status=record["status"],
         score=round(sum(c["score"] for c in visible), 6), max_score=round(sum(c["max_score"] for c in visible), 6),
-        checks=visible, groups=groups, messages=list(record["messages"]),
+        checks=visible, groups=groups, messages=student_messages(record["messages"]), stopped_early=stopped_early(record),
         environment={"yours": environment(), "course": bundle.environment if bundle else environment()},
         group=group, version_note=version_note(assignment, bundle, target.checks),
         notebook=submission.cells is not None,

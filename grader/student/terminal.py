@@ -72,11 +72,15 @@ def report_text(result: StudentCheck) -> str:
     lines = [f"{result.title}: checked {result.file}{scope}"]
     if result.version_note:
         lines.append(f"note: {result.version_note}")
+    notes = [f"note: {message}" for message in result.messages]
+    if result.stopped_early:      # what stopped the file explains the failures below: read first
+        lines += notes
     for check in result.checks:
         lines.append(f"[{mark(check['score'], check['max_score']).upper()}] {check['id']} "
                      f"({check['score']:g}/{check['max_score']:g})")
         lines += [f"       {line}" for line in check["feedback"].splitlines()]
-    lines += [f"note: {message}" for message in result.messages]
+    if not result.stopped_early:
+        lines += notes
     verdict = "all visible checks pass" if result.full_marks else "not all visible checks pass"
     lines.append(f"Visible checks: {result.score:g} / {result.max_score:g} ({verdict})")
     return "\n".join(lines)

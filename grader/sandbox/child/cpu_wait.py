@@ -1,19 +1,31 @@
-"""Time limits that do not count time a run spent waiting for a CPU that other work held.
+"""Time limits that do not count time a run spent waiting for a CPU that other runs held.
 
 On a busy machine (a batch's other runs, a CI job beside it, a shared Gradescope host) an honest run can take
-several times longer than alone. Its time limits are therefore stretched by the time the kernel says it waited
-in the run queue, up to a cap, so that load which is not the run's own does not time out an honest run.
+several times longer than alone. Its time limits are therefore stretched by the time it was kept waiting for a CPU
+by others, up to a cap, so that load which is not the run's own does not time out an honest run. What the run does
+to itself must earn nothing: a run that wakes a hundred processes at once queues behind its own processes, and a
+run with more busy threads than CPUs waits behind itself.
 
-What counts as waiting, from the kernel's per-thread scheduler statistics (/proc/.../schedstat, nanoseconds on a
-CPU and waiting for one): the waits of all the run's threads together (JAX passes its work between several, so
-no single thread's wait is the time lost), but never more than the part of the elapsed time the run spent off the
-CPU altogether (elapsed - CPU time). That bound keeps a run that starves itself (hundreds of busy processes of its
-own) from earning anything for it: while it had the CPUs, its threads only queued behind each other. (On a machine
-busy with other work it earns what an honest run would, up to the cap.)
+The allowance is the smallest of these, each measured by the kernel, none writable by the run:
+- waited: the wall time during which the run was kept from every CPU. Where the run has a cgroup of its own on the
+  unified (v2) hierarchy, that group's CPU pressure, "full" line: time during which some of its threads were
+  runnable and none of them was running. Time its processes spend queueing behind each other (one of them has a
+  CPU) is not counted, however many queue. Elsewhere it is the run-queue waits of all its threads added up
+  (/proc/.../schedstat), which over-counts such a queue and is bounded by the others below;
+- the time the run spent off the CPU altogether (elapsed - its CPU time): while its own processes had the CPUs,
+  its queueing behind them is its own doing;
+- the CPU time everything else on the machine used meanwhile (the machine's busy time from /proc/stat minus the
+  run's own): a run cannot have been kept waiting by others for longer than others ran. Alone on a machine, a run
+  earns nothing however it queues behind itself;
+- WAIT_PER_CPU_SECOND seconds for each CPU-second the run used: waiting delays a run's work, and a run that does
+  little work (wakes a hundred processes for a moment each second and sleeps) has little to be delayed. An honest
+  run slowed down up to elevenfold is still given all the time it lost;
+- the cap (`cpu_wait_allowance_seconds`).
 Where the statistics cannot be read, nothing is added and the limits are the configured ones.
 
 Plain standard library: the harness (the soft limit), the fork server's supervisor and the parent (the hard wall
-limit) all use it.
+limit) all use it. Only the last two count: the harness runs the student's code in its own process, so its soft
+limit is a courtesy (it lets later statements run) that the hard limit, measured outside, backs up.
 """
 
 import os
@@ -23,16 +35,18 @@ from typing import NamedTuple
 
 TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 MEASURE_EVERY_SECONDS = 0.25   # how often an expired deadline is re-measured while it keeps being stretched
+WAIT_PER_CPU_SECOND = 10       # the most waiting credited per CPU-second a run used (see above)
 
 
 class Usage(NamedTuple):
-    """What a run (a process tree, or the harness's own process) has had so far, in seconds."""
+    """What a run (its cgroup, or a process tree) and the machine have had so far, in seconds."""
 
-    cpu_seconds: float       # time on a CPU, all its threads together
-    waited_seconds: float    # what its threads waited, runnable, for a CPU, all together
+    cpu_seconds: float            # the run's time on a CPU, all its threads together
+    waited_seconds: float         # wall time the run was kept from every CPU while it had work (see above)
+    machine_busy_seconds: float   # CPU time of everything on the machine, the run included (/proc/stat)
 
 
-NOTHING = Usage(0.0, 0.0)
+NOTHING = Usage(0.0, 0.0, 0.0)
 
 
 def _read(path, proc):
@@ -60,6 +74,31 @@ def _listdir(path, proc):
         return []
     finally:
         os.close(fd)
+
+
+def machine_busy(proc):
+    """CPU seconds the whole machine has spent busy (all CPUs together) since boot: user, nice, system, interrupts
+    and steal (time a hypervisor gave to other guests). /proc/stat is the machine's in every pid namespace."""
+    fields = _read("stat", proc).split("\n", 1)[0].split()
+    if len(fields) < 9 or fields[0] != "cpu":
+        return 0.0
+    try:
+        return sum(int(fields[index]) for index in (1, 2, 3, 6, 7, 8)) / TICKS
+    except ValueError:
+        return 0.0
+
+
+def group_usage(group, proc):
+    """The usage of a run measured by its cgroup on the unified hierarchy: `group` is a directory fd of it, opened
+    before the run starts (the fork server's run unmounts the cgroup file system from its view)."""
+    lines = [line.split() for line in _read("cpu.pressure", group).splitlines()]   # full avg10=.. .. total=US
+    full = next((fields for fields in lines if fields[:1] == ["full"]), [])
+    stat = dict(line.split(None, 1) for line in _read("cpu.stat", group).splitlines() if " " in line)
+    waited = full[-1][len("total="):] if full and full[-1].startswith("total=") else ""
+    cpu = stat.get("usage_usec", "").strip()
+    if not (waited.isdigit() and cpu.isdigit()):
+        return None
+    return Usage(int(cpu) / 1e6, int(waited) / 1e6, machine_busy(proc))
 
 
 def _waited(pid, proc):
@@ -110,55 +149,63 @@ def open_proc():
     return os.open("/proc", os.O_RDONLY | os.O_DIRECTORY)
 
 
-def tree_usage(root, proc=None):
-    """The usage of the run whose first process is `root` (for the parent and the fork server's supervisor)."""
-    own = proc is None
-    if own:
-        try:
-            proc = open_proc()
-        except OSError:
-            return NOTHING
-    try:
-        cpu, waited = 0.0, 0.0
-        for pid in process_tree(root, proc):
-            cpu += _cpu_seconds(_stat_fields(pid, proc))
-            waited += _waited(pid, proc)
-        return Usage(cpu, waited)
-    finally:
-        if own:
-            os.close(proc)
-
-
-def own_usage():
-    """The usage of this process (the harness and the student's code in it)."""
+def _with_proc(proc, read):
+    """`read(proc)` with `proc`, or with a /proc opened for the call when none is given (NOTHING without one)."""
+    if proc is not None:
+        return read(proc)
     try:
         proc = open_proc()
     except OSError:
-        return Usage(time.process_time(), 0.0)
+        return NOTHING
     try:
-        return Usage(time.process_time(), _waited("self", proc))
+        return read(proc)
     finally:
         os.close(proc)
 
 
+def tree_usage(root, proc=None):
+    """The usage of the run whose first process is `root`, where it has no cgroup to measure it by: its threads'
+    run-queue waits added up (an over-count of a burst, bounded by the other two measures)."""
+    def read(proc):
+        cpu, waited = 0.0, 0.0
+        for pid in process_tree(root, proc):
+            cpu += _cpu_seconds(_stat_fields(pid, proc))
+            waited += _waited(pid, proc)
+        return Usage(cpu, waited, machine_busy(proc))
+    return _with_proc(proc, read)
+
+
+def own_usage():
+    """The usage of this process and everything it started (the harness and the student's code in it)."""
+    return tree_usage(os.getpid())
+
+
+def starting_usage(proc=None):
+    """The usage of a run that starts now, with nothing of its own yet: the machine's busy time, in one read."""
+    return _with_proc(proc, lambda proc: NOTHING._replace(machine_busy_seconds=machine_busy(proc)))
+
+
 def allowance(elapsed, usage, cap):
-    """Seconds to add to a limit: the time waited, bounded by the time spent off the CPU and by `cap`."""
-    return max(0.0, min(usage.waited_seconds, elapsed - usage.cpu_seconds, cap))
+    """Seconds to add to a limit: the time waited, bounded by the time spent off the CPU, by the CPU time everything
+    else used, by WAIT_PER_CPU_SECOND per CPU-second of the run's own, and by `cap`."""
+    others = usage.machine_busy_seconds - usage.cpu_seconds
+    return max(0.0, min(usage.waited_seconds, elapsed - usage.cpu_seconds, others,
+                        WAIT_PER_CPU_SECOND * usage.cpu_seconds, cap))
 
 
 class StretchedDeadline:
     """`seconds` from now, plus the run's waiting allowance, re-measured only once the deadline has passed.
 
-    `from_zero`: what `measure` reads was started with the deadline (a new process tree, whose kernel counters
-    begin at 0), so there is no baseline to read first: no /proc scan at the start of every run."""
+    `start`: the usage at the start when it is known without measuring (a new process tree or cgroup, whose
+    counters begin at 0: `starting_usage()`), so that no /proc scan is paid at the start of every run."""
 
-    def __init__(self, seconds, cap, measure: Callable[[], Usage], clock=time.monotonic, from_zero=False):
+    def __init__(self, seconds, cap, measure: Callable[[], Usage], clock=time.monotonic, start=None):
         self.clock = clock
         self.started = clock()
         self.seconds = seconds
         self.cap = cap
         self.measure = measure
-        self.baseline = measure() if cap > 0 and not from_zero else NOTHING
+        self.baseline = NOTHING if cap <= 0 else start if start is not None else measure()
         self.allowance = 0.0
         self.measured_at = self.started
 
@@ -174,7 +221,6 @@ class StretchedDeadline:
             return MEASURE_EVERY_SECONDS - (now - self.measured_at)   # a moment's grace until the next measure
         self.measured_at = now
         usage = self.measure()
-        since = Usage(usage.cpu_seconds - self.baseline.cpu_seconds,
-                      usage.waited_seconds - self.baseline.waited_seconds)
+        since = Usage(*(now_ - then for now_, then in zip(usage, self.baseline)))
         self.allowance = max(self.allowance, allowance(now - self.started, since, self.cap))
         return self.due() - now

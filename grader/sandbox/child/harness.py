@@ -12,8 +12,9 @@ channel fd:
                                grader's own code raised it)
   {"type": "value", ...}       a contract name whose value changed, encoded as plain data
   {"type": "probe", ...}       a probe result (the assignment's code called on the student's objects)
-  {"type": "call", ...}        method evidence: one root call of student code or of a JAX transformation
-                               (see recorder.py)
+  {"type": "evaluation", ...}  method evidence: a call of student code (or of a jitted function) with concrete
+                               arrays, its arguments and results (see recorder.py)
+  {"type": "sighting", ...}    method evidence: a small array a student expression produced
   {"type": "done", ...}        the file ended, or called sys.exit
 
 Files run as Python runs them: `from __future__` flags carry from statement to statement, `__file__` is a
@@ -39,7 +40,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))   # -I leaves the
 
 from channel import Channel
 from encoding import SoftTimeLimit, encode_value
-from recorder import OBSERVE_NAME, Recorder
+from recorder import OBSERVE_NAME, SEEN_NAME, Recorder
 from startup import install_syscall_filter, use_compilation_cache
 from statements import (
     Observe,
@@ -90,7 +91,8 @@ class Harness:
         self.probes = {}
         self.failed_probes = set()
         self.future_flags = 0
-        self.timer = Timer(job["soft_seconds"], job["statement_grace_seconds"], job.get("cpu_wait_allowance_seconds", 0))
+        self.timer = Timer(job["soft_seconds"], job["statement_grace_seconds"], job.get("cpu_wait_allowance_seconds", 0),
+                           lambda code: code.co_filename in self.student_files)
         self.notebook = bool(job.get("notebook"))
         self.units = job.get("cells") or [{"number": None, "source": job["source"]}]
         self.student_files = {self.unit_filename(unit) for unit in self.units}
@@ -98,7 +100,7 @@ class Harness:
         if self.notebook:
             self.namespace["display"] = notebook_display  # IPython's builtin, used freely in notebooks
         else:
-            self.namespace["__file__"] = self.write_submission_copy()
+            self.namespace["__file__"] = os.path.abspath(self.filename)   # written once set-up is over
         evidence = job.get("evidence") or {}
         self.recorder = Recorder(channel.send, **{k: v for k, v in evidence.items() if k.startswith("max_")})
         self.evidence = bool(evidence)
@@ -125,8 +127,15 @@ class Harness:
         return self.filename if unit["number"] is None else "<cell %d>" % unit["number"]
 
     def write_submission_copy(self):
-        """`__file__` names a readable copy of the submission (its original bytes), as when Python runs a file."""
-        path = os.path.abspath(self.filename)
+        """`__file__` names a readable copy of the submission (its original bytes), as when Python runs a file.
+
+        Written only once set-up is over and the control pipe closed, into the working directory, which is never on
+        sys.path: nothing imported during set-up (JAX, NumPy and the standard library import modules lazily) can
+        find the student's file, and a file named `copy.py` or `numpy.py` is never imported as that module later
+        either, so it runs exactly as it would under the name the assignment asks for."""
+        if self.notebook:
+            return
+        path = self.namespace["__file__"]
         try:
             data = base64.b64decode(self.job.get("file_b64") or "") or self.job["source"].encode("utf-8")
             if not os.path.exists(path):
@@ -135,7 +144,6 @@ class Harness:
                 os.chmod(path, 0o444)
         except OSError:
             pass
-        return path
 
     def guarded(self, function, *args):
         """Run `function` under the soft timer; return (result, error dict or None, timed out)."""
@@ -160,7 +168,19 @@ class Harness:
             return
         self.trusted = types.SimpleNamespace(**real)
         self.namespace[OBSERVE_NAME] = self.recorder.observe
+        self.namespace[SEEN_NAME] = self.recorder.seen
         self.channel.send({"type": "evidence_installed"})
+
+    def end_evidence(self):
+        """The statement's evidence flushed (compiled programs' callbacks awaited, within the grace budget); the
+        counts of evaluations and sightings left out at the bounds."""
+        self.timer.arm(self.timer.grace)
+        try:
+            return self.recorder.end_statement()
+        except SoftTimeLimit:
+            return 0, 0
+        finally:
+            self.timer.disarm()
 
     def run_setup(self):
         module = {"__name__": "scenario_setup", "__builtins__": __builtins__}
@@ -262,6 +282,7 @@ class Harness:
         self.report_setup(problem)
         if problem:
             return {"kind": "setup_failed"}
+        self.write_submission_copy()
         index = -1
         for index, (cell, filename, node) in enumerate(self.statements()):
             started = time.monotonic()
@@ -286,8 +307,8 @@ class Harness:
                 record["error"] = format_error(error, self.student_files)
             finally:
                 self.timer.disarm()
+            record["evaluations_omitted"], record["sightings_omitted"] = self.end_evidence()
             record["seconds"] = round(time.monotonic() - started, 4)
-            record["calls_omitted"] = self.recorder.take_omitted()
             self.channel.send(record)
             self.stream_values(index)
             self.run_probes(index)
@@ -318,11 +339,9 @@ def serve(job):
     quiet_self_check()
     harness = Harness(job, channel)
     sys.argv = [job["filename"]]
-    sys.path.insert(0, os.getcwd())
     outcome = harness.run()
     outcome["soft_limit_hit"] = harness.timer.expired
-    outcome["evidence"] = {"calls": harness.recorder.sent, "omitted": harness.recorder.omitted,
-                           "problem": harness.recorder.problem}
+    outcome["evidence"] = harness.recorder.summary()
     channel.send({"type": "done", **outcome})
     for stream in (sys.stdout, sys.stderr):
         try:

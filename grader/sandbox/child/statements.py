@@ -8,7 +8,7 @@ keeps the longest valid prefix of a file with a syntax error.
 import ast
 import collections
 
-from recorder import OBSERVE_NAME
+from recorder import OBSERVE_NAME, SEEN_NAME
 
 MAX_NAMES = 200
 
@@ -57,7 +57,8 @@ def mutated_names(node, namespace):
 
 
 class Observe(ast.NodeTransformer):
-    """Decorate every student `def` and `lambda` with the recorder's `observe`; line numbers are kept."""
+    """Decorate every student `def` and `lambda` with the recorder's `observe`, and hand every call and arithmetic
+    result to its `seen` (which returns it unchanged); line numbers are kept."""
 
     def visit_FunctionDef(self, node):
         self.generic_visit(node)
@@ -66,11 +67,27 @@ class Observe(ast.NodeTransformer):
         node.decorator_list.append(decorator)
         return node
 
+    visit_AsyncFunctionDef = visit_FunctionDef
+
     def visit_Lambda(self, node):
         self.generic_visit(node)
         call = ast.Call(func=ast.Name(id=OBSERVE_NAME, ctx=ast.Load()), args=[node], keywords=[])
         ast.copy_location(call.func, node)
         return ast.copy_location(call, node)
+
+    def visit_Call(self, node):
+        self.generic_visit(node)
+        return self._seen(node)
+
+    def visit_BinOp(self, node):
+        self.generic_visit(node)
+        return self._seen(node)
+
+    @staticmethod
+    def _seen(node):
+        hook = ast.Name(id=SEEN_NAME, ctx=ast.Load())
+        ast.copy_location(hook, node)
+        return ast.copy_location(ast.Call(func=hook, args=[node], keywords=[]), node)
 
 
 def parse_prefix(source, filename):

@@ -2,9 +2,14 @@
 
 One overall budget, from the first statement of the student's code, then a short grace per statement once it is
 spent, so the values computed so far are still streamed and later statements still get a chance to report; the
-parent's hard kill is the backstop. The overall budget does not count time the run spent waiting for a CPU that
-other work held (cpu_wait.py): when the alarm rings early by that measure, it is set again for the rest instead of
+parent's hard kill is the backstop. The overall budget does not count time the run was kept waiting for a CPU by
+other work (cpu_wait.py): when the alarm rings early by that measure, it is set again for the rest instead of
 interrupting.
+
+Catching the interrupt does not buy time: once raised, it is raised again every REFIRE_SECONDS for as long as the
+student's code is still running in the interrupted statement (`except BaseException: pass`, a `finally` that loops,
+a `__del__` that swallows it). Only once the statement has been left, and the harness's own code runs, does the
+alarm stay quiet. A run that takes the alarm away altogether (its own SIGALRM handler) meets the hard limit.
 """
 
 import signal
@@ -12,31 +17,51 @@ import signal
 from cpu_wait import StretchedDeadline, own_usage
 from encoding import SoftTimeLimit
 
+REFIRE_SECONDS = 0.05
+
 
 class Timer:
-    """Soft time limit: an overall budget, then a short grace per statement once it is spent."""
+    """Soft time limit: an overall budget, then a short grace per statement once it is spent.
 
-    def __init__(self, soft_seconds, grace_seconds, wait_allowance_seconds=0):
+    `is_student_code(code)`: whether a code object is the student's (its frames are interrupted again while on the
+    stack)."""
+
+    def __init__(self, soft_seconds, grace_seconds, wait_allowance_seconds=0, is_student_code=lambda code: False):
         self.soft_seconds = soft_seconds
         self.wait_allowance_seconds = wait_allowance_seconds
+        self.is_student_code = is_student_code
         self.budget = None       # started by the first arm() for the budget: the harness's own set-up is not counted
         self.grace = grace_seconds
         self.expired = False
         self.active = False
+        self.raised = False      # interrupted once since the last arm(): raised again only inside student code
         self.on_budget = False   # armed for the overall budget (which may stretch), not for a fixed span
         signal.signal(signal.SIGALRM, self._fire)
 
     def _fire(self, signum, frame):
         if not self.active:  # a signal landing after disarm() began must not escape into harness code
             return
+        if self.raised:
+            if self._student_frames(frame):
+                signal.setitimer(signal.ITIMER_REAL, REFIRE_SECONDS)
+                raise SoftTimeLimit()
+            return           # the statement has been left: the harness is on its way to disarm()
         if self.on_budget and not self.expired:
             left = self.budget.remaining()
             if left > 0:       # the run was kept waiting for a CPU: the budget stretched by that much
                 signal.setitimer(signal.ITIMER_REAL, max(left, 0.01))
                 return
-        self.active = False
         self.expired = True
+        self.raised = True
+        signal.setitimer(signal.ITIMER_REAL, REFIRE_SECONDS)
         raise SoftTimeLimit()
+
+    def _student_frames(self, frame):
+        while frame is not None:
+            if self.is_student_code(frame.f_code):
+                return True
+            frame = frame.f_back
+        return False
 
     def arm(self, seconds=None):
         """Arm for the rest of the soft budget (or `seconds`); once it is spent, each call gets the grace."""
@@ -48,9 +73,11 @@ class Timer:
             self.expired = True
             self.on_budget = False
             budget = self.grace
+        self.raised = False
         self.active = True
         signal.setitimer(signal.ITIMER_REAL, max(budget, 0.01))
 
     def disarm(self):
         self.active = False
+        self.raised = False
         signal.setitimer(signal.ITIMER_REAL, 0)

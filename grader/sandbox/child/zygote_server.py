@@ -109,6 +109,17 @@ def join_cgroup(request):
                 pass
 
 
+def open_stats(request):
+    """A directory fd of the run's cgroup that measures its CPU time and CPU pressure, or None."""
+    path = request.get("cgroup_stats")
+    if not path:
+        return None
+    try:
+        return os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    except OSError:
+        return None
+
+
 def mask_host_proc():
     """/proc/keys and /proc/key-users list other users' keys: a run sees empty files instead."""
     for path in ("/proc/keys", "/proc/key-users", "/proc/sysrq-trigger", "/proc/kcore"):
@@ -180,10 +191,17 @@ def supervise(request, fds):
     status_fd = fds["status"]
     report = {"returncode": None, "killed_at_wall_limit": False}
     try:
-        from cpu_wait import StretchedDeadline, open_proc, tree_usage  # beside this file, preloaded by main()
+        from cpu_wait import (  # preloaded by main()
+            StretchedDeadline,
+            group_usage,
+            open_proc,
+            starting_usage,
+            tree_usage,
+        )
         signal.signal(signal.SIGCHLD, signal.SIG_DFL)
         isolate_supervisor(request)
         proc = open_proc()   # this namespace's /proc, still readable after the run mounts its own over it
+        stats = open_stats(request)   # the run's cgroup on the unified hierarchy, still readable after it unmounts it
         pid = os.fork()
         if pid == 0:
             try:
@@ -196,7 +214,8 @@ def supervise(request, fds):
             os.close(fd)
         limits = request["limits"]
         wall = StretchedDeadline(limits["wall_seconds"], limits.get("cpu_wait_allowance_seconds", 0),
-                                 lambda: tree_usage(pid, proc), from_zero=True)
+                                 lambda: (group_usage(stats, proc) if stats is not None else None) or tree_usage(pid, proc),
+                                 start=starting_usage(proc))
         while True:
             done, status = os.waitpid(pid, os.WNOHANG)
             if done:
@@ -209,7 +228,8 @@ def supervise(request, fds):
             time.sleep(0.01)
         report["returncode"] = -os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status)
         usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-        report["cpu_seconds"] = round(usage.ru_utime + usage.ru_stime, 3)
+        measured = group_usage(stats, proc) if stats is not None else None   # counts processes nobody reaped too
+        report["cpu_seconds"] = round(measured.cpu_seconds if measured else usage.ru_utime + usage.ru_stime, 3)
         report["cpu_wait_allowance_seconds"] = round(wall.allowance, 3)
         report["max_rss_bytes"] = usage.ru_maxrss * 1024
     except BaseException as error:

@@ -1,0 +1,204 @@
+"""Code similarity across a batch: each document's own fingerprints, an index of them, the pairs that share them.
+
+A document's own code is what is left after boilerplate: statements equal (normalised) to one of the
+starter's or the reference solution's are dropped, and so is every fingerprint found anywhere in them. A
+fingerprint held by more documents than the common limit is an idiom of the class, not a sign of copying,
+and is dropped too. Pairs are found through an index from fingerprint to documents, so the work grows with
+the number of pairs that share something rather than with every pair of the class.
+
+Scores: `a_in_b` is the share of A's own tokens covered by fingerprints B also has (and the reverse); the
+code score is the larger of the two, scaled down when fewer than `substantial_tokens` tokens are shared on
+either side (two students who both wrote the same one natural line share little).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from grader.config.similarity import SimilaritySettings
+from grader.similarity.fingerprints import Fingerprints, all_hashes, fingerprints, kgram_hashes, token_id
+from grader.similarity.store import Chunk, Document
+from grader.similarity.tokens import Unit, units_of
+
+MAX_REGIONS = 8
+MAX_REGION_LINES = 40
+
+
+@dataclass
+class CodeDoc:
+    units: list[Unit]
+    prints: Fingerprints
+    own: dict[int, list[int]] = field(default_factory=dict)    # hash -> positions in `prints` (kept, own)
+    offsets: np.ndarray = field(default_factory=lambda: np.zeros(1, dtype=np.int64))   # first token of each unit
+    mine: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=bool))    # token not in a run of given code
+    own_tokens: int = 0
+
+
+@dataclass
+class Region:
+    """Matching code, side by side: where in A and B (a cell number or None, first and last line) and the text."""
+    a_cell: int | None
+    a_lines: tuple[int, int]
+    a_text: str
+    b_cell: int | None
+    b_lines: tuple[int, int]
+    b_text: str
+    tokens: int
+
+
+@dataclass
+class CodeMatch:
+    a_in_b: float
+    b_in_a: float
+    shared_tokens: int         # the smaller side's count of own tokens the other also has
+    score: float
+    regions: list[Region] = field(default_factory=list)
+
+
+def all_units(chunks: list[Chunk]) -> list[Unit]:
+    return [unit for index, chunk in enumerate(chunks) for unit in units_of(chunk.source, index)]
+
+
+class Boilerplate:
+    """The code every student was given: its statements and its k-grams."""
+
+    def __init__(self, chunks: list[Chunk], k: int):
+        units = all_units(chunks)
+        self.k = k
+        self.statements = {unit.tokens for unit in units}
+        self.hashes = all_hashes(units, k)
+        self.hash_array = np.fromiter(self.hashes, dtype=np.uint64, count=len(self.hashes))
+
+    def given(self, units: list[Unit]) -> np.ndarray:
+        """For each token of these units: is it inside a run of k tokens that the given code also has?"""
+        marks = []
+        for unit in units:
+            inside = np.zeros(len(unit.tokens) + 1, dtype=np.int64)
+            if len(unit.tokens) >= self.k:
+                ids = np.fromiter((token_id(t) for t in unit.tokens), dtype=np.uint64, count=len(unit.tokens))
+                hits = np.flatnonzero(np.isin(kgram_hashes(ids, self.k), self.hash_array))
+                np.add.at(inside, hits, 1)
+                np.add.at(inside, hits + self.k, -1)
+            marks.append(np.cumsum(inside)[:-1] > 0)
+        return np.concatenate(marks) if marks else np.zeros(0, dtype=bool)
+
+
+def prepare(documents: list[Document], boilerplate: Boilerplate, settings: SimilaritySettings) -> list[CodeDoc]:
+    """Each document's own code: repeated statements once, boilerplate statements and fingerprints left out,
+    and a token counted as the student's own only when no run of k tokens around it is in the given code (a
+    one-word change to a given statement makes a few new k-grams, but few tokens of its own)."""
+    prepared = []
+    for document in documents:
+        units, seen = [], set(boilerplate.statements)
+        for unit in all_units(document.chunks):
+            if unit.tokens not in seen:
+                seen.add(unit.tokens)
+                units.append(unit)
+        prints = fingerprints(units, settings.kgram, settings.window)
+        offsets = np.cumsum([0] + [len(u.tokens) for u in units]).astype(np.int64)
+        doc = CodeDoc(units, prints, {}, offsets, ~boilerplate.given(units))
+        own: dict[int, list[int]] = defaultdict(list)
+        for position in prints.kept.tolist():
+            value = int(prints.hashes[position])
+            if value not in boilerplate.hashes and _covered(doc, [position]):
+                own[value].append(position)
+        doc.own = dict(own)
+        prepared.append(doc)
+    return prepared
+
+
+def drop_common(prepared: list[CodeDoc], limit: int) -> set[int]:
+    """Remove fingerprints more than `limit` documents hold; returns them."""
+    holders: dict[int, int] = defaultdict(int)
+    for doc in prepared:
+        for value in doc.own:
+            holders[value] += 1
+    common = {value for value, count in holders.items() if count > limit}
+    for doc in prepared:
+        for value in common & doc.own.keys():
+            del doc.own[value]
+        doc.own_tokens = _covered(doc, [p for positions in doc.own.values() for p in positions])
+    return common
+
+
+def shared_pairs(prepared: list[CodeDoc], current: int) -> dict[tuple[int, int], list[int]]:
+    """(i, j) -> the fingerprints both hold, for every pair that shares one; documents from `current` on are
+    from earlier terms and are paired only with this batch's."""
+    index: dict[int, list[int]] = defaultdict(list)
+    for number, doc in enumerate(prepared):
+        for value in doc.own:
+            index[value].append(number)
+    pairs: dict[tuple[int, int], list[int]] = defaultdict(list)
+    for value, holders in index.items():
+        for a_pos, a in enumerate(holders):
+            if a >= current:
+                break        # holders are in document order: earlier terms come last
+            for b in holders[a_pos + 1:]:
+                pairs[(a, b)].append(value)
+    return pairs
+
+
+def match(a: CodeDoc, b: CodeDoc, shared: list[int], settings: SimilaritySettings) -> CodeMatch:
+    a_tokens = _covered(a, [p for value in shared for p in a.own[value]])
+    b_tokens = _covered(b, [p for value in shared for p in b.own[value]])
+    a_in_b = a_tokens / a.own_tokens if a.own_tokens else 0.0
+    b_in_a = b_tokens / b.own_tokens if b.own_tokens else 0.0
+    amount = min(a_tokens, b_tokens)
+    score = (a_in_b + b_in_a) / 2 * min(1.0, amount / settings.substantial_tokens)
+    return CodeMatch(round(a_in_b, 4), round(b_in_a, 4), amount, round(score, 4))
+
+
+def regions(a: CodeDoc, b: CodeDoc, a_chunks: list[Chunk], b_chunks: list[Chunk], shared: list[int]) -> list[Region]:
+    """The matching statements of a pair, biggest first: A's lines beside B's."""
+    spans: dict[tuple[int, int], list[tuple[int, int, int, int]]] = defaultdict(list)
+    for value in shared:
+        for pa in a.own[value]:
+            for pb in b.own[value][:4]:
+                spans[(int(a.prints.unit[pa]), int(b.prints.unit[pb]))].append(
+                    (int(a.prints.start[pa]), int(a.prints.length[pa]), int(b.prints.start[pb]), int(b.prints.length[pb])))
+    found = []
+    for (ua, ub), parts in spans.items():
+        a_first, a_last = min(s for s, _, _, _ in parts), max(s + n for s, n, _, _ in parts) - 1
+        b_first, b_last = min(s for _, _, s, _ in parts), max(s + n for _, _, s, n in parts) - 1
+        unit_a, unit_b = a.units[ua], b.units[ub]
+        a_lines = (unit_a.lines[a_first][0], unit_a.lines[a_last][1])
+        b_lines = (unit_b.lines[b_first][0], unit_b.lines[b_last][1])
+        found.append(Region(a_chunks[unit_a.chunk].cell, a_lines, _text(a_chunks[unit_a.chunk].source, a_lines),
+                            b_chunks[unit_b.chunk].cell, b_lines, _text(b_chunks[unit_b.chunk].source, b_lines),
+                            a_last - a_first + 1))
+    found.sort(key=lambda r: (-r.tokens, r.a_cell or 0, r.a_lines))
+    return _distinct(found)[:MAX_REGIONS]
+
+
+def _distinct(found: list[Region]) -> list[Region]:
+    """One region per place in A (a statement of A repeated in B is shown beside its best match only)."""
+    seen, kept = set(), []
+    for region in found:
+        key = (region.a_cell, region.a_lines)
+        if key not in seen:
+            seen.add(key)
+            kept.append(region)
+    return kept
+
+
+def _text(source: str, lines: tuple[int, int]) -> str:
+    chosen = source.splitlines()[lines[0] - 1:lines[1]]
+    if len(chosen) > MAX_REGION_LINES:
+        chosen = chosen[:MAX_REGION_LINES] + [f"... ({len(chosen) - MAX_REGION_LINES} more lines)"]
+    return "\n".join(line[:300] for line in chosen)
+
+
+def _covered(doc: CodeDoc, positions: list[int]) -> int:
+    """How many of the document's tokens the k-grams at these positions cover."""
+    if not positions:
+        return 0
+    chosen = np.asarray(positions, dtype=np.int64)
+    firsts = doc.offsets[doc.prints.unit[chosen]] + doc.prints.start[chosen]
+    lasts = firsts + doc.prints.length[chosen]
+    marks = np.zeros(int(doc.offsets[-1]) + 1, dtype=np.int64)
+    np.add.at(marks, firsts, 1)
+    np.add.at(marks, lasts, -1)
+    return int(np.count_nonzero((np.cumsum(marks)[:-1] > 0) & doc.mine))

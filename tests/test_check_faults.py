@@ -1,0 +1,169 @@
+"""A check that raises anything but an assertion: excused only when it raises alike on the reference solution's
+run of the same scenario (a bug in the check), charged to the submission otherwise (its values led the check
+there), and told to the instructor either way (grader/grading/engine.py).
+
+The snapshots here are hand-made; a check function is swapped in for the lesson's own. The real reference runs
+(grader/grading/reference_runs.py) are exercised by the threat batch (tests/assignments/tiny/threats/)."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import types
+from pathlib import Path
+
+import pytest
+
+from grader.api.values import as_number, as_vector
+from grader.config.assignment import CheckSpec, load
+from grader.grading.engine import Partial, run_checks
+from grader.runs.snapshot import Snapshot
+
+ROOT = Path(__file__).resolve().parent.parent
+LESSON = "performance-05"
+
+
+def with_check(function, scenarios=("baseline", "variant"), needs=()):
+    spec = CheckSpec(id="runs.probe", group="runs", points=5.0, visibility="visible", scenarios=tuple(scenarios),
+                     function="probe_check", needs=tuple(needs))
+    return dataclasses.replace(load(LESSON, ROOT), checks=[spec], check_module=types.SimpleNamespace(probe_check=function))
+
+
+def snapshot(scenario: str, seed: int, **values) -> Snapshot:
+    snap = Snapshot(scenario, seed, ending="completed")
+    for name, value in values.items():
+        snap.values[name] = value
+        snap.history[name] = [(0, value)]
+    return snap
+
+
+def student(**values) -> dict[str, Snapshot]:
+    return {"baseline": snapshot("baseline", 18, **values), "variant": snapshot("variant", 7, **values)}
+
+
+def reference(asked: list[str] | None = None, **values):
+    """The reference solution's runs (with `values`), recording which scenarios were asked for."""
+    runs = student(**values)
+
+    def runs_for(scenario: str) -> Snapshot | None:
+        if asked is not None:
+            asked.append(scenario)
+        return runs.get(scenario)
+    return runs_for
+
+
+ORACLES = {"baseline": None, "variant": None}
+
+
+def test_a_check_that_raises_on_the_reference_too_is_excused():
+    assignment = with_check(lambda run, oracle, settings: None + 1)
+    (result,) = run_checks(assignment, student(), ORACLES, reference=reference())
+    assert result.score == result.max_score == 5 and result.excused
+    assert "bug in the grader's own check" in result.feedback and "not in your work" in result.feedback
+    assert "TypeError" not in result.feedback                    # the traceback is the instructor's, not the student's
+    assert "TypeError: unsupported operand" in result.grader_error and "Traceback" in result.grader_error
+    assert "[baseline run, excused" in result.grader_error and "[variant run, excused" in result.grader_error
+
+
+def test_a_check_that_only_the_students_values_make_raise_fails_and_the_instructor_is_told():
+    def check(run, oracle, settings):
+        return "ok" if math.isclose(run["x"], 1.0) else None      # math.isclose of a string raises TypeError
+    assignment = with_check(check, needs=["x"])
+    (result,) = run_checks(assignment, student(x="1.0"), ORACLES, reference=reference(x=1.0))
+    assert result.score == 0 and not result.excused
+    assert result.feedback.startswith("The check could not use your values: reading them raised TypeError "
+                                      "(the reference solution's values do not). Look at the type, shape and size of `x`")
+    assert "not held against you" not in result.feedback.lower()
+    assert "[baseline run, charged to the submission" in result.grader_error and "Traceback" in result.grader_error
+
+
+def test_the_same_exception_elsewhere_in_the_check_is_not_the_same_bug():
+    def check(run, oracle, settings):
+        if run["x"] == "forged":
+            return {}["first place"]
+        return {}["second place"]
+    assignment = with_check(check, needs=["x"])
+    (result,) = run_checks(assignment, student(x="forged"), ORACLES, reference=reference(x=1.0))
+    assert result.score == 0 and not result.excused and "charged to the submission" in result.grader_error
+
+
+def test_without_a_reference_run_no_excuse_is_given():
+    """The student bundle ships no solution: a raise is never excused, and the feedback claims no comparison."""
+    assignment = with_check(lambda run, oracle, settings: None + 1)
+    for found in (None, lambda scenario: None):
+        (result,) = run_checks(assignment, student(), ORACLES, reference=found)
+        assert result.score == 0 and not result.excused
+        assert "reading them raised TypeError. Look at" in result.feedback and "reference" not in result.feedback
+
+
+def test_the_reference_is_asked_for_only_when_a_check_raises():
+    asked: list[str] = []
+    assignment = with_check(lambda run, oracle, settings: as_vector(run["x"], "`x`", 3), needs=["x"])
+    (result,) = run_checks(assignment, student(x=[1.0, math.nan, 2.0]), ORACLES, reference=reference(asked, x=[1.0, 2.0, 3.0]))
+    assert result.score == 0 and not result.grader_error and asked == []
+    assert result.feedback == "`x` contains NaN or Inf (entry 1 is nan)."
+
+
+def test_a_bug_in_one_run_leaves_the_other_run_to_judge():
+    def check(run, oracle, settings):
+        if run.scenario == "variant":
+            return {}["missing"]
+        raise AssertionError("`x` is wrong.")
+    (result,) = run_checks(with_check(check), student(), ORACLES, reference=reference())
+    assert result.score == 0 and result.feedback.startswith("`x` is wrong.")
+    assert "The variant run was not used here: the grader's own code failed in it." in result.feedback
+    assert "KeyError" in result.grader_error and result.excused
+
+
+@pytest.mark.parametrize("value", [10**400, "ten", [[1.0]], None, math.inf])
+def test_a_value_a_coercion_refuses_stays_a_plain_failure(value):
+    assignment = with_check(lambda run, oracle, settings: as_number(run["x"], "`x`"), needs=["x"])
+    (result,) = run_checks(assignment, student(x=value), ORACLES, reference=reference(x=1.0))
+    assert result.score == 0 and not result.grader_error and result.feedback.startswith("`x` should be a ")
+
+
+@pytest.mark.parametrize("fraction", [math.nan, math.inf, "1", None])
+def test_a_partial_fraction_that_is_not_a_number_gives_nothing(fraction):
+    assignment = with_check(lambda run, oracle, settings: Partial(fraction, "some"))
+    (result,) = run_checks(assignment, student(), ORACLES, reference=reference())
+    assert result.score == 0
+
+
+# ---- with real runs: the tiny lesson, its reference solution run by grader/grading/reference_runs.py ----------
+
+TINY_ROOT = Path(__file__).resolve().parent / "fixtures" / "tiny_project"
+
+
+def careless(run, oracle, settings):
+    """A check written without the coercions: math.isclose raises TypeError on a string."""
+    assert math.isclose(run["area"], oracle.area(run["radius"])), "`area` should be pi * radius ** 2."
+
+
+def broken(run, oracle, settings):
+    return run["area"] / 0
+
+
+@pytest.mark.parametrize("function, source, excused", [
+    (careless, "radius = 2.0\narea = '12.566'\nside = 3.5\n", False),
+    (careless, "import math\nradius = 2.0\narea = math.pi * 4\nside = 3.5\n", None),   # passes: nothing raised
+    (broken, "import math\nradius = 2.0\narea = math.pi * 4\nside = 3.5\n", True),
+])
+def test_the_reference_solution_is_run_for_real_when_a_check_raises(tmp_path, function, source, excused):
+    from grader.grading.grade import grade
+    from grader.intake.discovery import load_single
+
+    tiny = load("tiny", TINY_ROOT)
+    assignment = dataclasses.replace(tiny, check_module=types.SimpleNamespace(area_is_pi_r_squared=function))
+    path = tmp_path / "tiny.py"
+    path.write_text(source)
+    record = grade(assignment, load_single(path, "tiny.py", 65536), {}, 99)
+    (check,) = [c for c in record["checks"] if c["id"] == "area.value"]
+    if excused is None:
+        assert check["score"] == 1 and "check_errors" not in record
+    elif excused:
+        assert check["score"] == 1 and "excused: it raises alike" in record["check_errors"]["area.value"]
+        assert any("failed on its own" in m for m in record["messages"])
+    else:
+        assert check["score"] == 0 and "charged to the submission" in record["check_errors"]["area.value"]
+        assert "(the reference solution's values do not)" in check["feedback"]
+        assert not any("failed on its own" in m for m in record["messages"])

@@ -1,0 +1,345 @@
+"""The instructor's similarity report: planted copies found, independent honest files not flagged, shared wrong or
+unusual values found, right answers and honest coincidences never counted, nothing shown to students.
+
+The batch is data (tests/assignments/performance-05/similarity.toml): every honest corpus case, planted copies of
+some of them (renamed, reordered, reformatted, notebook <-> script), and files that share odd values while their
+code differs. The fast tests compare code with records made here (no grading); the slow one grades the batch for
+real, so the values are the runs' own, and then looks at every student-facing output for a leak.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import re
+import shutil
+import time
+import tomllib
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import pytest
+from similarity_planting import disguise
+from test_reports import _screenshot
+
+import grader.config.assignment
+from grader.cli.main import main
+from grader.config.similarity import similarity_problems
+from grader.grading.engine import CheckResult
+from grader.grading.grade import assemble
+from grader.intake.discovery import decode_source, discover
+from grader.intake.notebook import joined_source, notebook_cells
+from grader.model.record import Record
+from grader.outputs.writers import write_result
+from grader.similarity.code_match import Boilerplate
+from grader.similarity.fingerprints import fingerprints, winnow
+from grader.similarity.report import build_report, settings_for, similarity_for
+from grader.similarity.store import Chunk, Document, write_sidecar
+from grader.similarity.tokens import units_of
+from grader.similarity.value_match import natural
+
+TESTS = Path(__file__).resolve().parent
+CASES = TESTS / "assignments" / "performance-05"
+CORPUS = CASES / "corpus"
+PLAN = tomllib.loads((CASES / "similarity.toml").read_text())
+
+
+@pytest.fixture(scope="module")
+def assignment():
+    return grader.config.assignment.load("performance-05")
+
+
+def honest_cases() -> dict[str, Path]:
+    """Corpus cases written as honest, independent solutions (their `why` says so), as file or folder."""
+    found = {}
+    for expected in sorted(CORPUS.glob("*.expected.toml")):
+        name = expected.name.removesuffix(".expected.toml")
+        if tomllib.loads(expected.read_text()).get("why", "").startswith("honest"):
+            entry = next(p for p in [CORPUS / f"{name}.py", CORPUS / f"{name}.ipynb", CORPUS / name] if p.exists())
+            found[name] = entry
+    return found
+
+
+def _script(entry: Path) -> str:
+    text = decode_source(entry.read_bytes()) or ""     # as the grader reads it (a PEP 263 coding line honoured)
+    return joined_source(notebook_cells(text)[0]) if entry.suffix == ".ipynb" else text
+
+
+def build_batch(folder: Path, contract: list[str]) -> tuple[list[tuple[str, str]], dict[str, str]]:
+    """Write the batch; returns the planted pairs (copy, source) and the value files' sources."""
+    honest = honest_cases()
+    value_sources = {entry["name"]: entry["source"] for entry in PLAN["values"]}
+    for name, entry in honest.items():
+        if name in value_sources.values():
+            continue                           # a [[values]] file stands in for its source
+        target = folder / entry.name
+        shutil.copytree(entry, target) if entry.is_dir() else shutil.copy(entry, target)
+    planted = []
+    for number, entry in enumerate(PLAN["planted"]):
+        text, suffix = disguise(_script(honest[entry["source"]]), entry["disguise"], tuple(contract), salt=str(number))
+        name = f"planted_{entry['source']}"
+        (folder / f"{name}{suffix}").write_text(text)
+        planted.append((name, entry["source"]))
+    for entry in PLAN["values"]:
+        text = _script(honest[entry["source"]])
+        for old, new in entry.get("replace", {}).items():
+            assert old in text, f"{entry['name']}: {old!r} is not in {entry['source']}"
+            text = text.replace(old, new)
+        if "append" in entry:
+            text += "\n" + entry["append"] + "\n"
+        (folder / f"{entry['name']}.py").write_text(text)
+    return planted, value_sources
+
+
+def full_marks_results(assignment, batch: Path, out: Path) -> list:
+    """Records and sidecars as a batch would write them, without running anything: every check at full marks."""
+    records = []
+    for submission in discover(batch, assignment.submission_filename, assignment.max_submission_bytes):
+        checks = [CheckResult(s.id, s.group, s.points, s.points, s.visibility, "ok") for s in assignment.checks]
+        record = assemble(assignment, submission, "graded", checks, [], 1)
+        write_result(out, record)
+        write_sidecar(out, submission, None)
+        records.append(record)
+    return records
+
+
+@pytest.fixture(scope="module")
+def code_batch(assignment, tmp_path_factory):
+    root = tmp_path_factory.mktemp("similarity")
+    batch, out = root / "submissions", root / "results"
+    batch.mkdir()
+    planted, _ = build_batch(batch, assignment.contract)
+    full_marks_results(assignment, batch, out)
+    return {"batch": batch, "out": out, "planted": planted, "report": similarity_for(out, assignment)}
+
+
+def _key(pair) -> frozenset:
+    return frozenset((pair.a.id, pair.b.id))
+
+
+# ---- code similarity ------------------------------------------------------------------------------------
+
+def test_every_planted_copy_is_flagged_and_ranks_above_every_honest_pair(code_batch):
+    report = code_batch["report"]
+    planted = {frozenset(pair) for pair in code_batch["planted"]}
+    ranks = {_key(pair): rank for rank, pair in enumerate(report.pairs)}
+    missing = [sorted(p) for p in planted if p not in ranks]
+    assert not missing, f"planted pairs not listed: {missing}"
+    scores = {_key(pair): pair.score for pair in report.pairs}
+    weakest = min(scores[p] for p in planted)
+    assert weakest >= report.threshold, {tuple(sorted(p)): scores[p] for p in planted}
+    honest = [(sorted(_key(pair)), pair.score) for pair in report.pairs if _key(pair) not in planted]
+    assert all(score < weakest for _, score in honest), f"honest pairs at or above a planted one: {honest[:5]}"
+    flagged_honest = [(names, score) for names, score in honest if score >= report.threshold]
+    assert not flagged_honest, f"independent honest pairs flagged: {flagged_honest}"
+    assert report.flagged == len(planted)
+
+
+def test_a_flagged_pair_shows_its_matching_code_side_by_side(code_batch):
+    report = code_batch["report"]
+    pair = next(p for p in report.pairs if _key(p) == frozenset(("planted_dir_class_checker", "dir_class_checker")))
+    assert pair.code.regions, "no matching regions"
+    texts = "\n".join(r.a_text + r.b_text for r in pair.code.regions)
+    assert "def finite(self)" in texts and "self.step" in texts
+    assert all(r.a_lines[0] <= r.a_lines[1] and r.b_lines[0] <= r.b_lines[1] for r in pair.code.regions)
+
+
+@pytest.mark.parametrize("ways", [["rename"], ["reformat"], ["rename", "reformat"], ["notebook"]])
+def test_disguises_do_not_change_the_normalised_statements(ways, assignment):
+    source = (CORPUS / "dir_class_checker.py").read_text()
+    text, suffix = disguise(source, ways, tuple(assignment.contract))
+    chunks = [c.source for c in notebook_cells(text)[0]] if suffix == ".ipynb" else [text]
+    disguised = sorted(u.tokens for chunk in chunks for u in units_of(chunk))
+    assert disguised == sorted(u.tokens for u in units_of(source))
+
+
+def test_reordering_helpers_does_not_change_the_fingerprints():
+    source = (CORPUS / "restructured.py").read_text()
+    reordered, _ = disguise(source, ["reorder"])
+    prints = [set(fingerprints(units_of(text), 10, 4).hashes.tolist()) for text in (source, reordered)]
+    assert prints[0] == prints[1]
+
+
+def test_winnowing_keeps_a_fingerprint_in_every_window_and_finds_every_long_shared_run():
+    rng = np.random.default_rng(0)
+    hashes = rng.integers(0, 2**63, size=500, dtype=np.uint64)
+    kept = winnow(hashes, 4)
+    assert all(np.any((kept >= start) & (kept < start + 4)) for start in range(len(hashes) - 3))
+    assert len(kept) < 0.6 * len(hashes)
+    shared = [f"t{i}" for i in rng.integers(0, 50, size=13)]     # k + w - 1 = 13 tokens in common
+    a = [f"a{i}" for i in range(40)] + shared + [f"a{i}" for i in range(40, 80)]
+    b = [f"b{i}" for i in range(25)] + shared + [f"b{i}" for i in range(25, 60)]
+    prints = []
+    for tokens in (a, b):
+        found = fingerprints(units_of(" ".join(tokens)), 10, 4)
+        prints.append({int(found.hashes[p]) for p in found.kept})
+    assert prints[0] & prints[1]
+
+
+@pytest.mark.parametrize("source", [
+    "x = 1\0\n", "def f(:\n    return 1\n" * 200, "(" * 5000 + ")" * 5000, 'x = "unclosed\n' * 100,
+    "# BEGIN EXERCISE x\n" * 50000, "\n".join(f"v{i} = {i}" for i in range(60000)), "\udcff\x00\x01 binary",
+])
+def test_hostile_code_is_tokenised_within_bounds(source):
+    started = time.monotonic()
+    units = units_of(source)
+    assert sum(len(u.tokens) for u in units) <= 40000
+    assert time.monotonic() - started < 5
+
+
+# ---- value similarity -----------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("value, expected", [
+    (1e-3, True), (float(np.float32(1e-3)), True), (1e-4, True), (2**-10, True),
+    (float(np.finfo(np.float32).eps) ** (1 / 3), True), (7, True), ([1.0] * 16, True),
+    (np.linspace(-1, 1, 16).astype(np.float32).astype(float).tolist(), True), (list(range(16)), True),
+    (0.0037, False), (3.14159, False), (4.2217931, False), ([0.3, -1.2, 0.7, 0.05], False), ({"temp": 2368}, False),
+    ("Compiler memory estimate", True), ("my own panel title", False),
+])
+def test_values_honest_students_pick_alike_are_natural(value, expected):
+    assert natural(value, "panels.append({'title':'Compiler memory estimate'})") is expected
+
+
+def _doc(name: str, values: dict, failed: tuple[str, ...] = ()) -> Document:
+    judged = frozenset(c for checks in VALUES.values() for c in checks)
+    return Document(name, f"{name}.py", [Chunk(None, f"print({name!r})\n")], values, frozenset(failed), judged)
+
+
+VALUES = {"eps": ("directional.eps_sensible",), "finite": ("directional.central_difference",),
+          "direction": ("hvp.direction_nonuniform",), "hvp_plain": ("hvp.plain_matches_oracle",)}
+EXERCISE = {"eps": "directional", "finite": "directional", "direction": "hvp", "hvp_plain": "hvp"}
+
+
+def _value_report(assignment, documents):
+    settings = replace(settings_for(assignment), values=VALUES, choices=("eps", "direction"))
+    boilerplate = Boilerplate([], settings.kgram)
+    return build_report(documents, [], boilerplate, settings, EXERCISE, "", settings.threshold)
+
+
+def test_shared_wrong_values_in_two_exercises_are_flagged_and_right_answers_never_count(assignment):
+    right = {"eps": 1e-3, "finite": 0.43210987, "direction": [0.1, 0.9, -0.3], "hvp_plain": [1.23456, 2.34567]}
+    honest = [_doc(f"honest{i}", dict(right)) for i in range(8)]           # everyone right: nothing counts
+    odd = {"eps": 0.0037, "finite": 0.51234567, "direction": [0.3, -1.2, 0.7], "hvp_plain": [9.87654, 8.76543]}
+    copied = [_doc("copier_a", dict(odd), ("directional.central_difference", "hvp.plain_matches_oracle")),
+              _doc("copier_b", dict(odd), ("directional.central_difference", "hvp.plain_matches_oracle"))]
+    report = _value_report(assignment, honest + copied)
+    flagged = [p for p in report.pairs if p.flagged]
+    assert [_key(p) for p in flagged] == [frozenset(("copier_a", "copier_b"))]
+    assert {v.exercise for v in flagged[0].values} == {"directional", "hvp"}
+    assert {v.reason for v in flagged[0].values} == {"wrong", "unusual choice"}
+    assert not [p for p in report.pairs if "honest" in p.a.id + p.b.id]
+
+
+def test_honest_coincidences_do_not_count(assignment):
+    """The lesson's eps and direction, round numbers, and a wrong value half the class shares."""
+    common_wrong = {"finite": 0.61728394}                        # e.g. the same forward difference, everyone's
+    documents = [_doc(f"s{i}", {"eps": 1e-4, "direction": [1.0] * 16, **common_wrong},
+                      ("directional.central_difference", "hvp.direction_nonuniform")) for i in range(12)]
+    report = _value_report(assignment, documents)
+    assert not report.pairs, [(p.a.id, p.b.id, p.values) for p in report.pairs]
+
+
+def test_three_holders_of_one_wrong_value_are_a_cluster_but_not_flagged(assignment):
+    typed = [_doc(f"typed{i}", {"finite": 4.2217931}, ("directional.central_difference",)) for i in range(3)]
+    others = [_doc(f"other{i}", {"finite": 0.1 + i / 7}, ("directional.central_difference",)) for i in range(6)]
+    report = _value_report(assignment, typed + others)
+    assert not report.flagged
+    assert [c.members for c in report.clusters] == [["typed0", "typed1", "typed2"]]
+
+
+# ---- options, CLI, report, CSV --------------------------------------------------------------------------
+
+def test_bad_similarity_tables_are_reported_with_the_fix(assignment):
+    config = dict(assignment.config)
+    config["similarity"] = {"treshold": 0.5, "threshold": 2, "values": {"nope": ["no.such.check"]}, "choices": ["zz"]}
+    problems = "\n".join(similarity_problems(config))
+    for fragment in ("unknown key 'treshold'", "threshold = 2", "'nope' is not in [assignment] contract",
+                     "no check has id 'no.such.check'", "choices: 'zz'"):
+        assert fragment in problems
+
+
+def test_grader_similar_builds_the_report_without_regrading(code_batch, tmp_path, capsys):
+    out = tmp_path / "results"
+    shutil.copytree(code_batch["out"], out)
+    records = {p.name: p.read_bytes() for p in out.glob("*.json")}
+    assert main(["similar", str(out), "--threshold", "0.6"]) == 0
+    assert {p.name: p.read_bytes() for p in out.glob("*.json")} == records, "a record changed"
+    rows = list(csv.DictReader(io.StringIO((out / "similarity.csv").read_text())))
+    assert rows[0]["kind"] == "note" and "not a verdict" in rows[0]["a"]
+    flagged = {frozenset((r["a"], r["b"])) for r in rows if r["kind"] == "pair" and r["flagged"] == "yes"}
+    assert flagged == {frozenset(p) for p in code_batch["planted"]}
+    page = (out / "report.html").read_text()
+    assert 'id="similarity"' in page and "reason to look, not a verdict" in page and "side-by-side" in page
+    assert "not a verdict" in capsys.readouterr().out
+
+
+def test_an_earlier_terms_submissions_are_an_extra_comparison_set(code_batch, tmp_path):
+    earlier = tmp_path / "fall-2025"
+    earlier.mkdir()
+    text, _ = disguise((CORPUS / "dir_class_checker.py").read_text(), ["rename"], salt="earlier")
+    (earlier / "alumnus.py").write_text(text)
+    out = tmp_path / "results"
+    shutil.copytree(code_batch["out"], out)
+    assert main(["similar", str(out), "--earlier", str(earlier)]) == 0
+    rows = list(csv.DictReader(io.StringIO((out / "similarity.csv").read_text())))
+    assert any(r["flagged"] == "yes" and "alumnus (earlier term fall-2025)" in (r["a"], r["b"]) for r in rows)
+    assert not any("earlier term" in r["a"] and "earlier term" in r["b"] for r in rows)
+
+
+def test_similar_refuses_a_folder_without_records(tmp_path, capsys):
+    assert main(["similar", str(tmp_path)]) == 2
+    assert "no grading records" in capsys.readouterr().err
+
+
+def test_the_similarity_section_renders_in_headless_chromium(code_batch, tmp_path):
+    out = tmp_path / "results"
+    shutil.copytree(code_batch["out"], out)
+    assert main(["similar", str(out)]) == 0
+    page = out / "report.html"
+    section = page.read_text()
+    start = section.index('<h2 id="similarity">')
+    alone = tmp_path / "section.html"     # the section at the top, so the screenshot shows it
+    alone.write_text(section[:section.index("<h1>")] + section[start:section.index("<h2>All submissions</h2>")]
+                     + "</body></html>")
+    pixels = _screenshot(alone, tmp_path / "shot.png", tmp_path / "profile")
+    assert pixels.std() > 0.1 and (pixels < 0.3).mean() > 0.005 and (pixels > 0.9).mean() > 0.3
+
+
+# ---- a real graded batch --------------------------------------------------------------------------------
+
+@pytest.mark.slow
+def test_graded_batch_finds_planted_code_and_values_and_shows_students_nothing(assignment, tmp_path):
+    batch, out = tmp_path / "submissions", tmp_path / "results"
+    batch.mkdir()
+    planted, _ = build_batch(batch, assignment.contract)
+    assert main(["grade", str(batch), "--out", str(out), "--variant-seed", "7"]) in (0, 1)
+    rows = list(csv.DictReader(io.StringIO((out / "similarity.csv").read_text())))
+    flagged = {frozenset((r["a"], r["b"])) for r in rows if r["kind"] == "pair" and r["flagged"] == "yes"}
+    wanted = {frozenset(p) for p in planted} | {frozenset(p) for p in PLAN["expected"]["pairs"]}
+    assert flagged == wanted, f"missing: {wanted - flagged}; unexpected: {flagged - wanted}"
+    clusters = [sorted(r["a"].split()) for r in rows if r["kind"] == "cluster"]
+    for cluster in PLAN["expected"]["clusters"]:
+        assert sorted(cluster) in clusters
+    values = json.loads((out / "similarity" / "odd_choices_a.json").read_text())["values"]
+    assert values["eps"] == pytest.approx(0.0037)
+    # Nothing of it reaches a student: feedback, Gradescope results, grade CSVs, records.
+    student_facing = [*out.glob("*.feedback.md"), *out.glob("*.feedback.html"), *(out / "gradescope").glob("*.json"),
+                      out / "grades.csv", out / "final_grades.csv", out / "canvas.csv"]
+    for path in student_facing:
+        text = path.read_text().lower()
+        assert "similar" not in text and "not a verdict" not in text, path.name
+    partners: dict[str, set[str]] = {}
+    for row in rows:
+        if row["kind"] == "pair":
+            partners.setdefault(row["a"], set()).add(row["b"])
+            partners.setdefault(row["b"], set()).add(row["a"])
+    for student, others in partners.items():
+        for page in (out / f"{student}.feedback.md", out / f"{student}.feedback.html", out / "gradescope" / f"{student}.json"):
+            text = page.read_text()
+            named = [other for other in others if re.search(rf"(?<!\w){re.escape(other)}(?!\w)", text)]
+            assert not named, f"{page.name} names {named}"
+    for path in out.glob("*.json"):
+        record = json.loads(path.read_text())
+        assert set(record) <= set(Record.__annotations__), f"{path.name}: {set(record) - set(Record.__annotations__)}"
