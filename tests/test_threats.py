@@ -3,7 +3,8 @@ real sandbox, as assignment <id> (the folder's name).
 
 Each threat is `<case>.py` plus `<case>.expected.toml` (the corpus format, see case_expectations.py): the scores it
 may get and the messages/output it must produce. A threat whose first line is `# prepend: solution` is graded as
-the reference solution followed by its own lines (a correct file that turns hostile at the end); the token
+the reference solution followed by its own lines (a correct file that turns hostile at the end; lines after
+`# inside: NAME` go at the end of that exercise's region instead); the token
 `__LISTENER_PORT__` is replaced by the port of a TCP listener this test opens on the host's loopback.
 
 Beyond per-case scores, the batch as a whole must leave no trace: no file outside the sandbox created or changed
@@ -61,6 +62,7 @@ from grader.sandbox.seccomp import filter_program
 
 THREATS = case_folders("threats")     # assignment id -> its threats folder
 PREPEND = "# prepend: solution"
+INSIDE = "# inside: "                 # in a prepended threat: the lines after it go at the end of that exercise's region
 FILE_NAME = "# file-name: "          # a header line: the bytes literal of the name the case is saved under
 COPIES = "# copies: "                # a header line: grade N copies of the case side by side (the first is checked)
 LEFTOVER_TOKENS = ("63.1415", "64.1414")       # command lines of processes the threats start
@@ -121,6 +123,26 @@ class Batch:
     mounts_added: set[str]        # mounts on the host that were not there before the batch
 
 
+def with_solution(solution: str, text: str) -> str:
+    """A `# prepend: solution` threat as graded: the solution, then the threat's lines. Lines after `# inside: NAME`
+    go just before the solution's `# END EXERCISE NAME` instead, so they change the binding the exercise reports
+    (the grader grades that one, not a later rebinding); `# inside: end` goes back to the end of the file."""
+    if not text.startswith(PREPEND):
+        return text
+    tail, sections, current = [], {}, None
+    for line in text.splitlines():
+        if line.startswith(INSIDE):
+            name = line[len(INSIDE):].strip()
+            current = tail if name == "end" else sections.setdefault(name, [])
+        else:
+            (tail if current is None else current).append(line)
+    for exercise, lines in sections.items():
+        end = f"# END EXERCISE {exercise}"
+        assert solution.count(end) == 1, f"the solution has no single `{end}`"
+        solution = solution.replace(end, "\n".join(lines) + "\n" + end)
+    return solution + "\n" + "\n".join(tail) + "\n"
+
+
 def file_name(text: str) -> bytes | None:
     for line in text.splitlines()[:3]:
         if line.startswith(FILE_NAME):
@@ -176,8 +198,7 @@ def grade_threats(assignment_id: str, tmp_path_factory: pytest.TempPathFactory) 
         text = (threats / f"{case}.py").read_text(encoding="utf-8").replace("__LISTENER_PORT__", str(port))
         name = file_name(text) or f"{case}.py".encode()
         extra = copies(text)
-        if text.startswith(PREPEND):
-            text = solution + "\n" + text
+        text = with_solution(solution, text)
         with open(os.path.join(os.fsencode(submissions), name), "wb") as stream:
             stream.write(text.encode("utf-8"))
         for number in range(2, extra + 1):

@@ -23,7 +23,7 @@ from case_expectations import EXPECTED, case_folders, case_names, record_problem
 from leftovers import cgroups_of, temp_dirs_of
 from lms_paths import LmsRun, gradescope_run, otter_run
 from seeded_zip import with_seed
-from test_threats import PREPEND, allowance_problems, file_name
+from test_threats import allowance_problems, file_name, with_solution
 
 from grader.config.assignment import load
 from grader.lms.autograder_zip import write_autograder_zip
@@ -42,8 +42,7 @@ def write_case(case: str, solution: str, folder: Path) -> Path:
     """The threat saved under the name it attacks with (`# file-name:`), as a student would submit it."""
     text = (THREATS / f"{case}.py").read_text(encoding="utf-8")
     name = file_name(text) or f"{case}.py".encode()
-    if text.startswith(PREPEND):
-        text = solution + "\n" + text
+    text = with_solution(solution, text)
     target = folder / case
     target.mkdir(parents=True)
     path = target / os.fsdecode(name)

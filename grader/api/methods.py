@@ -127,8 +127,10 @@ def central_quotients(plus: PointValue, minus: PointValue, step: float) -> list[
     1/(2 step); step as given or first rounded to float32)."""
     f32 = np.float32
     difference = f32(f32(plus.value) - f32(minus.value))
-    found = [(plus.value - minus.value) / (2.0 * step)]
+    found = [(plus.value - minus.value) / (2.0 * step)] if step > 0 else []
     for s in (step, float(f32(step))):
+        if not s > 0:                          # a denormal step is zero in float32: no such quotient exists
+            continue
         found += [float(difference / f32(2.0 * s)), float(difference / f32(2.0) / f32(s)),
                   float(difference * f32(1.0 / (2.0 * s))), float(f32(plus.value / f32(2.0 * s)) - f32(minus.value / f32(2.0 * s)))]
     return found

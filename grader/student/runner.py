@@ -12,7 +12,6 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
-from grader.authoring.starter import public_code
 from grader.common.warm_store import View
 from grader.config.assignment import Assignment, ConfigError
 from grader.config.bundle import Bundle
@@ -25,6 +24,7 @@ from grader.runs.runners import ServerStart
 @contextmanager
 def check_runner(assignment: Assignment, bundle: Bundle | None, note: Callable[[str], None]) -> Iterator[Runner | None]:
     if bundle is None:
+        from grader.authoring.starter import public_code   # here only: rendering needs jinja2, which bundles lack
         baseline = {"baseline": assignment.lesson_seed}   # the variant's seed is fresh each time: not worth warming
         with warmed_up(assignment, baseline, note, warm_fresh_seeds=False, public_source=public_code(assignment)) as warm:
             yield warm.runner

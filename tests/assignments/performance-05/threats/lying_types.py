@@ -1,5 +1,6 @@
 # prepend: solution
 # Threat: values whose comparison and arithmetic lie (every ==, -, abs, isclose says "equal"/"zero").
+# inside: directional
 import numpy as _np
 
 class LyingFloat(float):
@@ -23,6 +24,8 @@ class LyingArray(_np.ndarray):
 
 finite = LyingFloat(12345.0)
 automatic = LyingFloat(-999.0)
+# inside: hvp
 hvp_plain = _np.full(16, 7.0).view(LyingArray)
 hvp_remat = _np.full(16, 7.0).view(LyingArray)
+# inside: end
 cotangent = _np.full(16, 3.0).view(LyingArray)
