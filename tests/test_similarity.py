@@ -3,8 +3,9 @@ unusual values found, right answers and honest coincidences never counted, nothi
 
 The batch is data (tests/assignments/performance-05/similarity.toml): every honest corpus case, planted copies of
 some of them (renamed, reordered, reformatted, notebook <-> script), and files that share odd values while their
-code differs. The fast tests compare code with records made here (no grading); the slow one grades the batch for
-real, so the values are the runs' own, and then looks at every student-facing output for a leak.
+code differs. The fast tests compare code with records made here (no grading); the slow one grades a third of the
+honest files with the planted and value files for real, so the values are the runs' own, and then looks at every
+student-facing output for a leak.
 """
 
 from __future__ import annotations
@@ -67,13 +68,18 @@ def _script(entry: Path) -> str:
     return joined_source(notebook_cells(text)[0]) if entry.suffix == ".ipynb" else text
 
 
-def build_batch(folder: Path, contract: list[str]) -> tuple[list[tuple[str, str]], dict[str, str]]:
-    """Write the batch; returns the planted pairs (copy, source) and the value files' sources."""
+def build_batch(folder: Path, contract: list[str], every: int = 1) -> tuple[list[tuple[str, str]], dict[str, str]]:
+    """Write the batch; returns the planted pairs (copy, source) and the value files' sources. `every`: of the
+    honest cases that no planted or value file is made from, every `every`-th (in name order) is written."""
     honest = honest_cases()
     value_sources = {entry["name"]: entry["source"] for entry in PLAN["values"]}
+    used = set(value_sources.values()) | {entry["source"] for entry in PLAN["planted"]}
+    others = sorted(set(honest) - used)
     for name, entry in honest.items():
         if name in value_sources.values():
             continue                           # a [[values]] file stands in for its source
+        if name not in used and others.index(name) % every:
+            continue
         target = folder / entry.name
         shutil.copytree(entry, target) if entry.is_dir() else shutil.copy(entry, target)
     planted = []
@@ -313,7 +319,9 @@ def test_the_similarity_section_renders_in_headless_chromium(code_batch, tmp_pat
 def test_graded_batch_finds_planted_code_and_values_and_shows_students_nothing(assignment, tmp_path):
     batch, out = tmp_path / "submissions", tmp_path / "results"
     batch.mkdir()
-    planted, _ = build_batch(batch, assignment.contract)
+    # Graded for real: the planted and value files with their sources and a third of the other honest files (each
+    # costs two sandboxed runs; every honest pair's code is compared without grading above).
+    planted, _ = build_batch(batch, assignment.contract, every=3)
     assert main(["grade", str(batch), "--out", str(out), "--variant-seed", "7"]) in (0, 1)
     rows = list(csv.DictReader(io.StringIO((out / "similarity.csv").read_text())))
     flagged = {frozenset((r["a"], r["b"])) for r in rows if r["kind"] == "pair" and r["flagged"] == "yes"}

@@ -24,7 +24,9 @@ from grader.runs.runners import ServerStart
 @contextmanager
 def check_runner(assignment: Assignment, bundle: Bundle | None, note: Callable[[str], None]) -> Iterator[Runner | None]:
     if bundle is None:
-        from grader.authoring.starter import public_code   # here only: rendering needs jinja2, which bundles lack
+        # imported here only: rendering the starter needs jinja2, which a student bundle does not install
+        from grader.authoring.starter import public_code
+
         baseline = {"baseline": assignment.lesson_seed}   # the variant's seed is fresh each time: not worth warming
         with warmed_up(assignment, baseline, note, warm_fresh_seeds=False, public_source=public_code(assignment)) as warm:
             yield warm.runner
