@@ -2,13 +2,16 @@
 
 A run can list the cache and read every entry: an entry's name is the program's name (`jit_vdot`) and its content
 carries the program's metadata (the transformations applied, the source lines). Warmed by the reference
-solution, it would tell every run how the reference computed the exercises. The warm state's programs are the
+solution, it would tell every run how the reference computed the exercises, unless the lesson itself shows the
+solution ([assignment] solution_is_public, as performance-05's page does: the tests below make it private). The warm state's programs are the
 public starter's; the reference solution's runs (facts, figures) never write any, and nothing but the starter's
 parts is linked into the view the runs read."""
 
 from __future__ import annotations
 
+import copy
 import shutil
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -36,7 +39,21 @@ def program_name(entry: str) -> str:
 
 @pytest.fixture(scope="module")
 def assignment():
-    return grader.config.assignment.load("performance-05")
+    """performance-05 as if its solution were private (its lesson page prints it, so it says solution_is_public):
+    the starter alone warms the cache."""
+    loaded = grader.config.assignment.load("performance-05")
+    config = copy.deepcopy(loaded.config)
+    config["assignment"]["solution_is_public"] = False
+    return replace(loaded, config=config)
+
+
+def test_a_public_solution_warms_the_cache_and_a_private_one_never_does(assignment):
+    public = grader.config.assignment.load("performance-05")
+    assert public.solution_is_public and public_code(public) == public.solution_path.read_text(encoding="utf-8")
+    assert not assignment.solution_is_public
+    starter = public_code(assignment)
+    assert starter and starter != assignment.solution_path.read_text(encoding="utf-8")
+    assert "jax.jvp(jax.grad(plain)" not in starter       # the HVP exercise is a TODO in what every student gets
 
 
 @pytest.mark.slow

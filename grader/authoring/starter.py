@@ -90,11 +90,15 @@ def render(assignment: Assignment, scaffold: bool = True) -> Rendered:
 
 
 def public_code(assignment: Assignment) -> str:
-    """The starter's Python, the code every student is given: what warms the compilation cache every run reads
-    (grader.runs.compile_cache). Empty when the starter cannot be rendered: runs then compile everything."""
+    """The code every student may read, which warms the compilation cache every run reads
+    (grader.runs.compile_cache): the starter's Python, or the reference solution itself where the lesson page shows
+    it (`solution_is_public`; its programs then cover the exercises too, so honest runs compile far less). Empty
+    when neither can be read: runs then compile everything."""
     try:
+        if assignment.solution_is_public:
+            return assignment.solution_path.read_text(encoding="utf-8")
         return render(assignment).python
-    except (BuildError, OSError):
+    except (BuildError, OSError, UnicodeDecodeError):
         return ""
 
 

@@ -92,6 +92,12 @@ class Assignment:
         return self.config["assignment"].get("submission_filename", f"{self.id}.py")
 
     @property
+    def solution_is_public(self) -> bool:
+        """[assignment] solution_is_public: the lesson page itself shows the reference solution's code, so what its
+        runs leave where a student's run can read it (compiled programs that name its method) reveals nothing."""
+        return bool(self.config["assignment"].get("solution_is_public", False))
+
+    @property
     def seed_parameter(self) -> str:
         return self.config["assignment"]["seed_parameter"]
 

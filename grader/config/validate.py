@@ -37,7 +37,8 @@ REQUIRED_TABLES = ("assignment", "parameters", "scenarios", "groups", "checks")
 ASSIGNMENT_KEYS = {"id": "", "title": "", "solution": "solutions/<id>.py (the reference solution, relative to the project root)",
                    "submission_filename": "", "max_submission_bytes": "1048576 (larger files are not run)",
                    "contract": '["x", ...] (the top-level names the checks read)', "reference_facts": "",
-                   "seed_parameter": '"lesson_seed" (the [parameters] entry holding the lesson\'s RNG seed)'}
+                   "seed_parameter": '"lesson_seed" (the [parameters] entry holding the lesson\'s RNG seed)',
+                   "solution_is_public": "true when the lesson page itself shows the solution (false by default)"}
 ASSIGNMENT_REQUIRED = ("solution", "max_submission_bytes", "contract", "seed_parameter")
 SCENARIO_KEYS = ("description", "setup", "fresh_seed", "failure_hint")
 GROUP_KEYS = ("points", "title")
@@ -148,6 +149,8 @@ def _assignment_problems(info: dict, parameters: dict, folder_name: str) -> tupl
     if "id" in info and info["id"] != folder_name:
         problems.append(f"[assignment] id = {info['id']!r}: the folder is assignments/{folder_name}; "
                         f"set id = {folder_name!r} or rename the folder")
+    if not isinstance(info.get("solution_is_public", False), bool):
+        problems.append(f"[assignment] solution_is_public = {info['solution_is_public']!r}: must be true or false")
     size = info.get("max_submission_bytes", 1)
     if not isinstance(size, int) or isinstance(size, bool) or size <= 0:
         problems.append(f"[assignment] max_submission_bytes = {size!r}: must be a whole number of bytes > 0; "

@@ -18,8 +18,9 @@ programs. They are measured once by trusted runs and kept in an entry of the use
                                          in the traced programs, so they differ per batch
         figures-<d>.json                 the reference's figure per scenario in the worlds d (seeds, batch seed)
 
-Compiled programs come only from the public starter, code every student is given (grader/runs/compile_cache.py
-says why: every run can read them); the reference solution's own runs never write programs. Parts are built and
+Compiled programs come only from public code: the starter every student is given, or the reference solution where
+the lesson page shows it (`[assignment] solution_is_public`); grader/runs/compile_cache.py says why: every run can
+read them. The reference solution's measuring runs (facts, figures) never write programs. Parts are built and
 published by grader/common/warm_store.py (atomic, locked, verified, never trusted when stale or corrupt). A batch
 draws a new variant seed: the facts and the starter's programs are reused as they are, the seed's programs and
 figures are built once, and the last few are kept (tests and re-runs with `--variant-seed` reuse them).

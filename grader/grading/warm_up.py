@@ -163,17 +163,17 @@ def _facts_and_programs(state: WarmState, note: Note) -> tuple[Part, Part | None
 
 
 def _starter(state: WarmState, note: Note) -> Part | None:
-    note("Warm-up: compiling the lesson's programs with its public starter (kept for later commands) ...")
+    note("Warm-up: compiling the lesson's programs with its public code (kept for later commands) ...")
     started = time.monotonic()
     part = state.starter()
-    note(f"Warm-up: the starter's programs compiled ({time.monotonic() - started:.1f} s).")
+    note(f"Warm-up: the lesson's programs compiled ({time.monotonic() - started:.1f} s).")
     return part
 
 
 def _warm_seed(state: WarmState, seed: int, batch_seed: int | None, starter: Part | None, view: View | None,
                gate: threading.Event, note: Note) -> None:
     started = time.monotonic()
-    note(f"Warm-up: the starter's programs in the variant world of seed {seed}, beside the first runs ...")
+    note(f"Warm-up: the lesson's programs in the variant world of seed {seed}, beside the first runs ...")
     try:
         part = state.seed(seed, batch_seed, starter)
         if view and part:
