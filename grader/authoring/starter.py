@@ -95,10 +95,8 @@ def public_code(assignment: Assignment) -> str:
     it (`solution_is_public`; its programs then cover the exercises too, so honest runs compile far less). Empty
     when neither can be read: runs then compile everything."""
     try:
-        if assignment.solution_is_public:
-            return assignment.solution_path.read_text(encoding="utf-8")
-        return render(assignment).python
-    except (BuildError, OSError, UnicodeDecodeError):
+        return assignment.public_solution() or render(assignment).python
+    except (BuildError, OSError):
         return ""
 
 

@@ -97,6 +97,16 @@ class Assignment:
         runs leave where a student's run can read it (compiled programs that name its method) reveals nothing."""
         return bool(self.config["assignment"].get("solution_is_public", False))
 
+    def public_solution(self) -> str:
+        """The reference solution's code where the lesson page shows it (`solution_is_public`), else "": code
+        that may warm the compilation cache every run reads (grader/runs/compile_cache.py)."""
+        if not self.solution_is_public:
+            return ""
+        try:
+            return self.solution_path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            return ""
+
     @property
     def seed_parameter(self) -> str:
         return self.config["assignment"]["seed_parameter"]

@@ -40,7 +40,8 @@ class SandboxedGrader(AbstractOtterPlugin):
 
 
 def warm_reference_cache(autograder_dir: str | Path) -> None:
-    """Measure the reference facts once at image build time (setup.sh), so each submission skips it."""
+    """Measure the reference facts (and compile a public solution's programs) once at image build time (setup.sh), so
+    each submission skips it."""
     source = Path(autograder_dir) / "source"
     settings = plugin_settings(json.loads((source / "otter_config.json").read_text()))
     if settings is None:
@@ -48,6 +49,13 @@ def warm_reference_cache(autograder_dir: str | Path) -> None:
     cache = warm_cache(source, otter_run=False)
     assignment, _ = load_assignment(source, settings.get("assignment"), cache)
     print(f"reference facts for {assignment.id} cached in {WarmState(assignment, cache).folder}")
+    state = WarmState(assignment, cache, public_source=assignment.public_solution())
+    if state.compiled:     # a public solution, and a sandbox that keeps programs: compile them into the image too
+        try:
+            state.starter()
+            print(f"compiled programs of {assignment.id}'s public code cached in {state.folder}")
+        except Exception as error:   # each submission then compiles them once, as before
+            print(f"the public code's programs could not be compiled now ({error}); each submission compiles them")
 
 
 if __name__ == "__main__":

@@ -148,10 +148,11 @@ class SandboxedRunner(AbstractLanguageRunner):
             seeds = {name: scenario_seed(assignment, scenario, seed) for name, scenario in assignment.scenarios.items()}
             with ExitStack() as stack:
                 try:
-                    # No compiled programs here: they may come only from the public starter, which is rendered by
-                    # the authoring stage and not shipped in the zip (runs compile for themselves, as before).
+                    # Compiled programs only from public code: a public solution (shipped in the zip); the starter
+                    # is rendered by the authoring stage, not here, so a private solution's runs compile for themselves.
                     warm = stack.enter_context(warmed_up(assignment, seeds, print_output, cache, warm_fresh_seeds=False,
-                                                         steps=print_output, batch_seed=seed))
+                                                         steps=print_output, batch_seed=seed,
+                                                         public_source=assignment.public_solution()))
                 except Exception as error:  # the reference did not run: the autograder is broken, not the student
                     raise _unprepared(error) from None
                 record = grade_one(assignment, submission, warm.facts, seed, warm.runner)
