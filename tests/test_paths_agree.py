@@ -1,13 +1,14 @@
 """One grade on every path: `grader grade`, the real `otter run -a ZIP FILE`, and Gradescope's entry point on an
 `/autograder` layout give the same per-check scores and the same messages, and every path writes a results.json.
 
-A representative set of the corpus goes through all three, one case for each class (each otter and Gradescope run is
-a fresh interpreter, so every case costs seconds): honest files, notebooks, Gradescope folders (with extra files,
-with no Python, with a wrong name), each exercise's wrong method, memory and panel mistakes, rebinding, Python
-fidelity (coding line, CRLF and BOM, __file__),
-runs that raise, exit or stop at a syntax error, and every kind of file that cannot be graded (empty, blank,
-binary, not UTF-8, not Python, a notebook that is not JSON or has no code). The one corpus entry left out is the
-symbolic link: an LMS delivers files, never links (otter copies the file the link points to).
+A representative set of the corpus goes through all three: what the paths do differently (how a file or folder
+arrives, notebooks, file kinds and encodings, where the file is, how a run ends, how results are written), with
+two wrong methods (one in a notebook) and their feedback; each otter and Gradescope run is a fresh interpreter,
+so every case costs seconds, and the grading itself is the same code on every path (tests/test_corpus.py covers
+it): files that cannot be graded (empty, blank, binary, not UTF-8, not Python, a notebook that is not JSON or has
+no code), Gradescope folders (extra files, no Python, a wrong name, two files), a coding line, `__file__`, runs
+that raise, exit or stop at a syntax error. The one corpus entry left out is the symbolic link: an LMS delivers
+files, never links (otter copies the file the link points to).
 
 Messages are compared without the isolation line (a fresh interpreter and the fork server describe themselves
 differently) and with a folder's own name written as <folder> (Gradescope calls every folder `submission`).
@@ -35,10 +36,8 @@ CORPUS = Path(__file__).parent / "assignments" / "performance-05" / "corpus"
 CASES = [
     "reference.py", "notebook_reference.ipynb", "gradescope_layout", "gradescope_extra_file", "two_files",
     "no_python", "folder_wrong_name", "broken_notebook.ipynb", "notebook_no_code.ipynb", "empty.py", "blank.py",
-    "binary.py", "not_utf8.py", "notes.txt", "latin1_with_coding_line.py", "reads_own_file.py", "windows_crlf_bom.py",
-    "syntax_error_last.py", "raises_midway.py", "os_exit_midway.py", "untouched_todos.py",
-    "forward_difference_helper_eps_1e4.py", "automatic_copied_from_finite.py", "hvp_remat_differentiates_plain.py",
-    "memory_typed_numbers_when_available.py", "panel_zero_bytes_titled_missing.py", "rebind_x_loop_over_times.py",
+    "binary.py", "not_utf8.py", "notes.txt", "latin1_with_coding_line.py", "reads_own_file.py",
+    "syntax_error_last.py", "raises_midway.py", "os_exit_midway.py", "automatic_copied_from_finite.py",
     "notebook_hvp_plain_differentiates_remat.ipynb",
 ]
 
