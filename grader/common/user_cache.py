@@ -15,11 +15,8 @@ CACHE_DIR_ENV = "GRADER_CACHE_DIR"
 
 def user_cache_dir() -> Path:
     """The cache folder in force now (an absolute path: sandboxes bind it by path)."""
-    named = os.environ.get(CACHE_DIR_ENV)
-    if named:
-        return Path(named).expanduser().absolute()
     base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
-    return Path(base).expanduser().absolute() / "jax-course-grader"
+    return named_cache_dir() or Path(base).expanduser().absolute() / "jax-course-grader"
 
 
 def named_cache_dir() -> Path | None:

@@ -48,8 +48,8 @@ def warm_reference_cache(autograder_dir: str | Path) -> None:
         raise SystemExit(f"{source / 'otter_config.json'} does not configure {PLUGIN_NAME}")
     cache = warm_cache(source, otter_run=False)
     assignment, _ = load_assignment(source, settings.get("assignment"), cache)
-    print(f"reference facts for {assignment.id} cached in {WarmState(assignment, cache).folder}")
     state = WarmState(assignment, cache, public_source=assignment.public_solution())
+    print(f"reference facts for {assignment.id} cached in {state.folder}")
     if state.compiled:     # a public solution, and a sandbox that keeps programs: compile them into the image too
         try:
             state.starter()
