@@ -1,147 +1,245 @@
-"""How much of each tolerance in assignment.toml honest float32 JAX solutions use, and how far apart the
-scenarios' derivative-rule changes put the methods, over many seeds.
+"""How much of each tolerance in assignment.toml honest JAX solutions use, and how far apart the variant's changes
+put the methods, over many variant worlds.
 
-    .venv/bin/python assignments/performance-05/calibrate_tolerances.py [--seeds 100] [--first 1]
+    .venv/bin/python assignments/performance-05/calibrate_tolerances.py [--seeds 100] [--first 1] [--forms all]
 
-For each seed this draws the variant's world (the seed's weights, and the derivative-rule changes
-oracle.scenario_parameters sizes for it), applies the changes in this process exactly as the runs do
-(scenario_setup.nudge_derivative_rules), computes each graded quantity the honest ways students do (grad . v,
-jvp, vjp, linearize and jet for `automatic`; jvp-of-grad, hessian, jacfwd/jacrev, reverse-over-reverse, linearize,
-vjp and jitted forms for the HVPs; float64 and float32 arithmetic for the central difference) and prints, per
-tolerance, the largest fraction of it any honest form used. It also prints the smallest separation the changes
-gave (how many tolerances a wrong method's value lands away). Keep the first numbers well below 1 and the
-separations well above it; the comments in assignment.toml quote the last run.
+Each world is a variant seed oracle.suitable_seed accepts, the changes oracle.scenario_parameters sizes for it,
+applied in a fresh process exactly as a run applies them (scenario_setup.nudge_derivative_rules and
+nudge_objective_values). Each graded quantity is computed the honest ways students write it (`automatic`: grad . v,
+jvp, vjp, linearize, jet, jacfwd, value_and_grad, jit, vmap, remat, column vectors, jax.nn.tanh, lax.tanh, float64
+mode; the HVPs: jvp of grad, hessian, jacfwd/jacrev, reverse over reverse, linearize, vjp, jit, vmap, jet of grad,
+column vectors, jax.remat, policies, a jitted layer reused inside a checkpoint, scan, fori_loop, the whole objective
+checkpointed; `finite`: float32 and float64 central differences at every sensible step, written inline, jitted,
+vmapped, from value_and_grad) and the script prints, per tolerance, the largest fraction of it any honest form used,
+and the smallest separation (in tolerances) between the right value and every wrong method's. It also checks that
+honest code keeps passing the lesson's own assertions in every world. Keep the first numbers well below 1 and the
+separations at or above `separation`; the comments in assignment.toml quote the last run.
+
+Each world runs in its own process (the changes are global to the process that makes them).
 """
 
 from __future__ import annotations
 
 import argparse
-import importlib.util
+import json
+import subprocess
 import sys
 from pathlib import Path
 
-import jax
-import jax.numpy as jnp
+ROOT = Path(__file__).resolve().parents[2]
+
+WORLD = r'''
+import contextlib, importlib.util, io, json, sys
+from pathlib import Path
 import numpy as np
+ROOT = Path(sys.argv[1]); sys.path.insert(0, str(ROOT)); seed = int(sys.argv[2])
+from grader.config.assignment import load
+from grader.runs.jobs import setup_parameters
+from grader.api.methods import relative_error
+assignment = load("performance-05", ROOT)
+s = assignment.settings
+scenario = assignment.scenarios["variant"]
+parameters = setup_parameters(assignment, scenario, seed, seed)
+oracle = assignment.oracle.build(seed, {}, scenario, parameters, seed)
+plain_oracle = assignment.oracle.build(seed, {}, assignment.scenarios["baseline"], {}, seed)
+import jax, jax.numpy as jnp
+from jax import lax
+from jax.ad_checkpoint import print_saved_residuals
 from jax.experimental import jet
 
-ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT))
-
-from grader.api.methods import PointValue, central_quotients, relative_error, rounding_units  # noqa: E402
-from grader.config.assignment import load  # noqa: E402
-
-SINGLE = float(np.finfo(np.float32).eps)
-
-
-def setup_module():
-    path = Path(__file__).with_name("scenario_setup.py")
-    spec = importlib.util.spec_from_file_location("calibration_scenario_setup", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-def lesson_functions(w64, x64):
-    w, x = jnp.asarray(w64, dtype=jnp.float32), jnp.asarray(x64, dtype=jnp.float32)
-
-    def layer(v):
-        return jnp.tanh(w @ v)
-
+def facts():
+    """What a file can read that the changes must leave alone: residual texts, compiled memory figures, names."""
+    w = jnp.asarray(oracle.w, jnp.float32); x = jnp.asarray(oracle.x, jnp.float32)
+    def layer(v): return jnp.tanh(w @ v)
     def objective(v, rematerialize=False):
-        operation = jax.checkpoint(layer) if rematerialize else layer
-        for _ in range(4):
-            v = operation(v)
+        op = jax.checkpoint(layer) if rematerialize else layer
+        for _ in range(4): v = op(v)
         return jnp.sum(v * v)
+    fns = (lambda v: objective(v, False), lambda v: objective(v, True))
+    fns = fns + (jax.checkpoint(fns[0]),)
+    texts, memory = [], []
+    for fn in fns:
+        stream = io.StringIO()
+        with contextlib.redirect_stdout(stream): print_saved_residuals(fn, x)
+        texts.append(stream.getvalue())
+        m = jax.jit(jax.grad(fn)).lower(x).compile().memory_analysis()
+        memory.append([m.argument_size_in_bytes, m.output_size_in_bytes, m.temp_size_in_bytes, m.alias_size_in_bytes])
+    names = [id(jnp.tanh), id(jax.nn.tanh), id(lax.tanh), id(jax.checkpoint), id(jax.remat), id(jax.grad), id(jax.jit),
+             sorted(vars(jax.checkpoint)) if hasattr(jax.checkpoint, "__dict__") else []]
+    return {"texts": texts, "memory": memory, "names": names}
 
-    return (lambda v: objective(v, False)), (lambda v: objective(v, True)), x
+before = facts()
+spec = importlib.util.spec_from_file_location("setup", ROOT / "assignments/performance-05/scenario_setup.py")
+setup = importlib.util.module_from_spec(spec); spec.loader.exec_module(setup)
+setup.nudge_derivative_rules(**parameters); setup.nudge_objective_values(**parameters)
+jax.clear_caches()   # "before" traced JAX's own rules; a run changes them before anything is traced
+out = {"used": {}, "apart": {}, "asserts": [], "unchanged": before == facts()}
+def used(name, fraction): out["used"][name] = max(out["used"].get(name, 0.0), float(fraction))
+def apart(name, value): out["apart"][name] = min(out["apart"].get(name, float("inf")), float(value))
 
+W, X = jnp.asarray(oracle.w, jnp.float32), jnp.asarray(oracle.x, jnp.float32)
+def lesson(tanh=jnp.tanh, ckpt=jax.checkpoint, w=W):
+    def layer(v): return tanh(w @ v)
+    def objective(v, rematerialize=False):
+        op = ckpt(layer) if rematerialize else layer
+        for _ in range(4): v = op(v)
+        return jnp.sum(v * v)
+    return (lambda v: objective(v, False)), (lambda v: objective(v, True))
+plain, remat = lesson()
+x, ones = X, jnp.ones_like(X)
+g = oracle.autodiff_gradient; scale = float(np.sum(np.abs(g))); expected = float(g.sum())
+col = lambda c: lesson()[0](c)
+automatic = {
+    "vdot(grad)": lambda: jnp.vdot(jax.grad(plain)(x), ones), "jvp": lambda: jax.jvp(plain, (x,), (ones,))[1],
+    "vjp": lambda: jnp.vdot(jax.vjp(plain, x)[1](jnp.ones(()))[0], ones), "linearize": lambda: jax.linearize(plain, x)[1](ones),
+    "jet": lambda: jet.jet(plain, (x,), ((ones,),))[1][0], "jacfwd": lambda: jax.jacfwd(plain)(x) @ ones,
+    "value_and_grad": lambda: jax.value_and_grad(plain)(x)[1].sum(), "jit(grad)": lambda: jax.jit(jax.grad(plain))(x).sum(),
+    "vmap(grad)": lambda: jax.vmap(jax.grad(plain))(jnp.stack([x, x]))[1].sum(), "grad(remat)": lambda: jax.grad(remat)(x).sum(),
+    "grad(whole)": lambda: jax.grad(jax.checkpoint(plain))(x).sum(), "column": lambda: jnp.sum(jax.grad(col)(x[:, None])),
+    "jax.nn.tanh": lambda: jax.grad(lesson(tanh=jax.nn.tanh)[0])(x).sum(), "lax.tanh": lambda: jax.grad(lesson(tanh=lax.tanh)[0])(x).sum(),
+}
+for name, fn in automatic.items():
+    used(f"automatic_tolerance ({name})", abs(float(fn()) - expected) / (s.automatic_tolerance * scale))
+apart("automatic: exact slope vs autodiff", abs(float(oracle.gradient.sum()) - expected) / (s.automatic_tolerance * scale))
+apart("automatic: central difference (eps 1e-3) vs autodiff", min(abs(c - expected) for c in oracle.central_differences(1e-3)) / (s.automatic_tolerance * scale))
 
-def automatic_forms(plain, x, ones):
+v = jnp.linspace(-1.0, 1.0, 16); V = np.asarray(v, np.float64)
+wj = W
+jlayer = jax.jit(lambda u: jnp.tanh(wj @ u)); jlayer(x)
+def obj_jit_ckpt(u):
+    for _ in range(4): u = jax.checkpoint(jlayer)(u)
+    return jnp.sum(u * u)
+def obj_policy(u):
+    for _ in range(4): u = jax.checkpoint(lambda q: jnp.tanh(wj @ q), policy=jax.checkpoint_policies.dots_saveable)(u)
+    return jnp.sum(u * u)
+def obj_scan(u):
+    u, _ = lax.scan(lambda c, _: (jax.checkpoint(lambda q: jnp.tanh(wj @ q))(c), None), u, None, length=4)
+    return jnp.sum(u * u)
+def obj_fori(u):
+    u = lax.fori_loop(0, 4, lambda i, q: jax.checkpoint(lambda r: jnp.tanh(wj @ r))(q), u)
+    return jnp.sum(u * u)
+def hvp_forms(f):
     return {
-        "vdot(grad)": float(jnp.vdot(jax.grad(plain)(x), ones)),
-        "jvp": float(jax.jvp(plain, (x,), (ones,))[1]),
-        "vjp": float(jnp.vdot(jax.vjp(plain, x)[1](jnp.ones(()))[0], ones)),
-        "linearize": float(jax.linearize(plain, x)[1](ones)),
-        "jet": float(jet.jet(plain, (x,), ((ones,),))[1][0]),
-        "jit(grad).sum": float(jax.jit(jax.grad(plain))(x).sum()),
+        "jvp(grad)": lambda: jax.jvp(jax.grad(f), (x,), (v,))[1], "hessian @ v": lambda: jax.hessian(f)(x) @ v,
+        "jacfwd(jacrev) @ v": lambda: jax.jacfwd(jax.jacrev(f))(x) @ v, "jacrev(jacrev) @ v": lambda: jax.jacrev(jax.jacrev(f))(x) @ v,
+        "reverse over reverse": lambda: jax.grad(lambda y: jnp.vdot(jax.grad(f)(y), v))(x),
+        "linearize(grad)": lambda: jax.linearize(jax.grad(f), x)[1](v), "vjp(grad)": lambda: jax.vjp(jax.grad(f), x)[1](v)[0],
+        "jit(jvp(grad))": lambda: jax.jit(lambda t: jax.jvp(jax.grad(f), (x,), (t,))[1])(v),
+        "vmap(jvp(grad))": lambda: jax.vmap(lambda t: jax.jvp(jax.grad(f), (x,), (t,))[1])(jnp.stack([v, -v]))[0],
+        "column": lambda: jax.jvp(jax.grad(lambda c: f(c.reshape(-1))), (x[:, None],), (v[:, None],))[1],
     }
+for checkpointed, f, extra in ((False, plain, {"jax.nn.tanh": lesson(tanh=jax.nn.tanh)[0], "lax.tanh": lesson(tanh=lax.tanh)[0]}),
+                               (True, remat, {"jax.remat + jax.nn.tanh": lesson(tanh=jax.nn.tanh, ckpt=jax.remat)[1],
+                                              "jitted layer reused in a checkpoint": obj_jit_ckpt, "policy": obj_policy,
+                                              "scan": obj_scan, "fori_loop": obj_fori, "whole objective": jax.checkpoint(plain)})):
+    target = oracle.hvp(V, checkpointed)
+    forms = hvp_forms(f)
+    if not checkpointed:
+        forms["jet(grad)"] = lambda: jet.jet(jax.grad(f), (x,), ((v,),))[1][0]
+    forms.update({name: (lambda h=h: jax.jvp(jax.grad(h), (x,), (v,))[1]) for name, h in extra.items()})
+    for name, fn in forms.items():
+        used(f"hvp_tolerance ({'remat' if checkpointed else 'plain'}: {name})", relative_error(np.asarray(fn(), np.float64).reshape(-1), target) / s.hvp_tolerance)
+apart("hvp: plain vs remat", relative_error(oracle.hvp(V, False), oracle.hvp(V, True)) / s.hvp_tolerance)
+apart("hvp: exact (NumPy) vs autodiff", relative_error(oracle.true_hvp(V), oracle.hvp(V)) / s.hvp_tolerance)
+not_remat = {
+    "checkpoint(grad(plain))": lambda: jax.jvp(jax.checkpoint(jax.grad(plain)), (x,), (v,))[1],
+    "checkpoint around the HVP function": lambda: jax.checkpoint(lambda y: jax.jvp(jax.grad(plain), (y,), (v,))[1])(x),
+    "plain + 0 * checkpoint(sin)": lambda: jax.jvp(jax.grad(lambda y: plain(y) + 0.0 * jnp.sum(jax.checkpoint(jnp.sin)(y))), (x,), (v,))[1],
+}
+for name, fn in not_remat.items():
+    apart(f"hvp: {name} vs remat", relative_error(np.asarray(fn(), np.float64), oracle.hvp(V, True)) / s.hvp_tolerance)
+
+single, double = float(np.finfo(np.float32).eps), float(np.finfo(np.float64).eps)
+vplain = jax.vmap(plain)
+for eps in (1e-4, 3e-4, 1e-3, 3e-3, 1e-2, 3e-2):
+    tolerance = oracle.finite_noise(eps, s.finite_noise_float32, single)
+    candidates = oracle.central_differences(eps)
+    up, down = plain(x + eps * ones), plain(x - eps * ones)
+    both = vplain(jnp.stack([x + eps * ones, x - eps * ones]))
+    jitted = jax.jit(lambda e: (plain(x + e * ones) - plain(x - e * ones)) / (2 * e))(eps)
+    vg = (jax.value_and_grad(plain)(x + eps * ones)[0] - jax.value_and_grad(plain)(x - eps * ones)[0]) / (2 * eps)
+    h64 = np.asarray(x, np.float64)
+    host = (float(plain(h64 + eps)) - float(plain(h64 - eps))) / (2 * eps)
+    col = (float(lesson()[0](x[:, None] + eps)) - float(lesson()[0](x[:, None] - eps))) / (2 * eps)
+    honest = {"float64 quotient": (float(up) - float(down)) / (2 * eps), "float32 quotient": float((up - down) / (2 * eps)),
+              "vmap over both points": float((both[0] - both[1]) / (2 * eps)), "jit with traced step": float(jitted),
+              "value_and_grad values": float(vg), "float64 host points": host, "column points": col}
+    for name, value in honest.items():
+        used(f"finite_noise_float32 ({name})", min(abs(value - c) for c in candidates) / tolerance)
+    out["asserts"].append(("finite vs automatic (lesson rtol 3e-3)", eps, max(abs(val - expected) / (s.lesson_directional_rtol * abs(expected) + s.lesson_directional_atol) for val in honest.values())))
+    apart("finite: float32 central difference vs nearest slope (every sensible step)", assignment.oracle.finite_separation(oracle, eps, s))
+    forward = oracle.one_sided_differences(eps)["forward"]
+    apart(f"finite: forward difference vs central (eps {eps:g}, float32 tolerances)", min(abs(forward - c) for c in candidates) / tolerance)
+# the lesson's own assertions hold in this world
+cot = plain_oracle.gradient
+for f in (plain, remat):
+    out["asserts"].append(("grad vs cotangent (rtol 3e-5)", 0, float(np.max(np.abs(np.asarray(jax.grad(f)(x), np.float64) - cot) / (3e-5 * np.abs(cot) + 1e-7)))))
+hp, hr = (np.asarray(jax.jvp(jax.grad(f), (x,), (v,))[1], np.float64) for f in (plain, remat))
+out["asserts"].append(("hvp_plain vs hvp_remat (rtol 3e-5)", 0, float(np.max(np.abs(hp - hr) / (3e-5 * np.abs(hr) + 1e-7)))))
+jax.config.update("jax_enable_x64", True)   # last: float64 mode, x itself cast to float64
+x64 = jnp.asarray(oracle.x, jnp.float64)
+for eps in (1e-6, 1e-4, 1e-3):
+    value = (float(plain(x64 + eps)) - float(plain(x64 - eps))) / (2 * eps)
+    tolerance = oracle.finite_noise(eps, s.finite_noise_float64, double)
+    used("finite_noise_float64 (x64 mode)", min(abs(value - c) for c in oracle.central_differences(eps)) / tolerance)
+    apart("finite: float64 central difference vs nearest slope", assignment.oracle.finite_separation(oracle, eps, s, double))
+used("automatic_tolerance (x64 mode, jvp)", abs(float(jax.jvp(plain, (x64,), (jnp.ones_like(x64),))[1]) - expected) / (s.automatic_tolerance * scale))
+print(json.dumps(out))
+'''
 
 
-def hvp_forms(function, x, direction):
-    return {
-        "jvp(grad)": jax.jvp(jax.grad(function), (x,), (direction,))[1],
-        "hessian @ v": jax.hessian(function)(x) @ direction,
-        "jacfwd(jacrev) @ v": jax.jacfwd(jax.jacrev(function))(x) @ direction,
-        "jacrev(jacrev) @ v": jax.jacrev(jax.jacrev(function))(x) @ direction,
-        "reverse over reverse": jax.grad(lambda y: jnp.vdot(jax.grad(function)(y), direction))(x),
-        "linearize(grad)": jax.linearize(jax.grad(function), x)[1](direction),
-        "vjp(grad)": jax.vjp(jax.grad(function), x)[1](direction)[0],
-        "jit(jvp(grad))": jax.jit(lambda t: jax.jvp(jax.grad(function), (x,), (t,))[1])(direction),
-    }
+def measure_world(seed: int) -> dict:
+    """One variant world measured in a fresh process (see the module docstring)."""
+    done = subprocess.run([sys.executable, "-c", WORLD, str(ROOT), str(seed)], capture_output=True, text=True)
+    if done.returncode != 0:
+        raise RuntimeError(f"seed {seed}: the world failed\n{done.stderr[-3000:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--seeds", type=int, default=100)
-    parser.add_argument("--first", type=int, default=1)
+    parser.add_argument("--seeds", type=int, default=100, help="how many suitable variant worlds")
+    parser.add_argument("--first", type=int, default=1, help="the first candidate seed")
     args = parser.parse_args()
+    sys.path.insert(0, str(ROOT))
+    from grader.config.assignment import load
+
     assignment = load("performance-05", ROOT)
-    s = assignment.settings
-    setup = setup_module()
-    oracle_module = assignment.oracle
+    seeds: list[int] = []
+    candidate = args.first
+    while len(seeds) < args.seeds:
+        if assignment.oracle.suitable_seed(candidate, assignment.settings):
+            seeds.append(candidate)
+        candidate += 1
     worst: dict[str, float] = {}
     closest: dict[str, float] = {}
-
-    def used(name: str, fraction: float) -> None:
-        worst[name] = max(worst.get(name, 0.0), fraction)
-
-    def apart(name: str, separation: float) -> None:
-        closest[name] = min(closest.get(name, float("inf")), separation)
-
-    seeds = [seed for seed in range(args.first, args.first + args.seeds) if oracle_module.suitable_seed(seed, s)]
+    asserts: dict[str, float] = {}
+    changed = []
     for seed in seeds:
-        parameters = oracle_module.scenario_parameters("variant", seed, seed, s)
-        setup.nudge_derivative_rules(width=s.width, **parameters)
-        jax.clear_caches()   # JAX caches traced derivative rules: the new ones must be traced afresh
-        oracle = oracle_module.build(seed, {}, assignment.scenarios["variant"], parameters)
-        plain, remat, x = lesson_functions(oracle.w, oracle.x)
-        ones = jnp.ones_like(x)
-        scale = float(np.sum(np.abs(oracle.autodiff_gradient)))
-        expected, exact = float(oracle.autodiff_gradient.sum()), float(oracle.gradient.sum())
-        for form, value in automatic_forms(plain, x, ones).items():
-            used(f"automatic_tolerance ({form})", abs(value - expected) / (s.automatic_tolerance * scale))
-        apart("automatic: exact slope vs autodiff", abs(exact - expected) / (s.automatic_tolerance * scale))
-        direction = jnp.linspace(-1.0, 1.0, len(x))
-        v = np.asarray(direction, dtype=np.float64)
-        for checkpointed, function in ((False, plain), (True, remat)):
-            target = oracle.hvp(v, checkpointed)
-            for form, hvp in hvp_forms(function, x, direction).items():
-                used(f"hvp_tolerance ({form})", relative_error(np.asarray(hvp, np.float64), target) / s.hvp_tolerance)
-        apart("hvp: plain vs remat", relative_error(oracle.hvp(v, False), oracle.hvp(v, True)) / s.hvp_tolerance)
-        apart("hvp: exact (NumPy) vs autodiff", relative_error(oracle.true_hvp(v), oracle.hvp(v)) / s.hvp_tolerance)
-        for eps in (1e-4, 3e-4, 1e-3, 3e-3, 1e-2, 3e-2):
-            up, down = plain(x + eps * ones), plain(x - eps * ones)
-            plus = PointValue(0, np.asarray(x + eps * ones, np.float64), float(up), False)
-            minus = PointValue(0, np.asarray(x - eps * ones, np.float64), float(down), False)
-            for point in (plus, minus):
-                noise = s.evaluation_rounding * SINGLE * (abs(oracle.value_at(point.point)) + scale * float(np.max(np.abs(point.point))))
-                used("evaluation_rounding (objective in float32)", abs(point.value - oracle.value_at(point.point)) / noise)
-            honest = [(float(up) - float(down)) / (2 * eps), float((up - down) / (2 * eps)), float((up - down) / 2 / eps),
-                      float(jnp.float32(up - down) * (0.5 / eps))]
-            candidates = central_quotients(plus, minus, eps)
-            for finite in honest:
-                used("finite_rounding_units (float32/64 quotients)",
-                     min(rounding_units(finite, q) for q in candidates) / s.finite_rounding_units)
-            apart(f"finite: exact slope vs quotient (eps {eps:g})",
-                  min(rounding_units(exact, q) for q in candidates) / s.finite_rounding_units)
-    print(f"{len(seeds)} suitable seeds of {args.seeds} from {args.first}.")
+        try:
+            result = measure_world(seed)
+        except RuntimeError as error:
+            print(error)
+            continue
+        if not result["unchanged"]:
+            changed.append(seed)
+        for name, fraction in result["used"].items():
+            worst[name] = max(worst.get(name, 0.0), fraction)
+        for name, separation in result["apart"].items():
+            closest[name] = min(closest.get(name, float("inf")), separation)
+        for name, _, fraction in result["asserts"]:
+            asserts[name] = max(asserts.get(name, 0.0), fraction)
+    print(f"{len(seeds)} suitable variant worlds (seeds {seeds[0]}..{seeds[-1]}), each in a fresh process.")
+    print("residual texts, compiled memory figures and JAX's names unchanged in every world:", not changed, changed or "")
     print("largest fraction of each tolerance an honest form used:")
     for name, fraction in sorted(worst.items()):
-        print(f"  {name:52s} {fraction:.3f}")
+        print(f"  {name:78s} {fraction:.3f}")
     print("smallest separation, in tolerances, between a wrong method's value and the right one:")
     for name, separation in sorted(closest.items()):
-        print(f"  {name:52s} {separation:.1f}")
+        print(f"  {name:78s} {separation:.1f}")
+    print("largest fraction of the lesson's own assertion tolerances honest code used in these worlds:")
+    for name, fraction in sorted(asserts.items()):
+        print(f"  {name:78s} {fraction:.3f}")
 
 
 if __name__ == "__main__":

@@ -21,15 +21,7 @@ import re
 
 import numpy as np
 
-from grader.api.methods import (
-    central_quotients,
-    complex_points,
-    point_values,
-    relative_error,
-    rounding_units,
-    steps_from,
-    vectors,
-)
+from grader.api.methods import relative_error, vectors
 from grader.api.values import (
     as_number,
     as_vector,
@@ -42,6 +34,7 @@ from grader.runs.snapshot import Missing
 
 LABELS = ("plain", "remat")
 SINGLE = float(np.finfo(np.float32).eps)   # float32's rounding unit: JAX's numbers carry it
+DOUBLE = float(np.finfo(np.float64).eps)
 
 
 # ---- gradients ------------------------------------------------------------------------------------
@@ -279,13 +272,24 @@ def second_panel_is_availability(run, oracle, settings):
 
 
 def second_panel_is_bytes(run, oracle, settings):
+    """The lesson's own code draws this panel from `memory`: it is judged against the student's `memory`, so a
+    mistake in the memory exercise costs there once, not again here."""
     panel, _, y = _second_panel(run)
     if any(entry is None for entry in oracle.memory):
         return "The grader's compiler reported no analysis here, so the byte panel could not be compared."
-    expected = [entry["temp_size_in_bytes"] for entry in oracle.memory]
+    memory = run["memory"]
+    if isinstance(memory, (list, tuple)) and any(entry is None for entry in memory):
+        return ("Your `memory` records a missing analysis, so the lesson's code drew the availability panel here; the "
+                "memory checks judge that record.")
+    if isinstance(memory, (list, tuple)) and memory and all(isinstance(entry, dict) for entry in memory):
+        expected = [_byte_count(entry.get("temp_size_in_bytes")) for entry in memory]
+        source = "the temporary bytes your `memory` records"
+    else:
+        expected = [entry["temp_size_in_bytes"] for entry in oracle.memory]
+        source = "the compiled temporary bytes"
     assert y == expected, (
-        f"When every analysis is available the second panel should show the compiled temporary bytes {expected}; "
-        f"found y = {y!r}.")
+        f"When every analysis is available the second panel should show {source}, {expected}; found y = {y!r}. "
+        "Keep the lesson's code that draws it from `memory`.")
     return "The available case draws the temporary-byte panel."
 
 
@@ -302,37 +306,45 @@ def eps_is_a_sensible_step(run, oracle, settings):
 
 def automatic_is_gradient_dot_ones(run, oracle, settings):
     automatic = as_number(run["automatic"], "`automatic`")
+    assert math.isfinite(automatic), f"`automatic` is {automatic!r}; the directional derivative is a finite number."
     gradient = oracle.autodiff_gradient
-    scale = float(np.sum(np.abs(gradient)))
-    tolerance = settings.automatic_tolerance * scale
+    tolerance = settings.automatic_tolerance * float(np.sum(np.abs(gradient)))
     expected = float(gradient.sum())
     if abs(automatic - expected) <= tolerance:
         return "`automatic` is JAX's autodiff of the objective, dotted with the all-ones direction."
-    assert math.isfinite(automatic), f"`automatic` is {automatic!r}; the directional derivative is a finite number."
-    assert not any(rounding_units(automatic, q) <= settings.finite_rounding_units
-                   for q in _recorded_differences(run, oracle, settings, "automatic")), (
-        f"`automatic` = {fmt(automatic)} is a difference quotient (the central difference of your own evaluations of "
-        "the objective), not automatic differentiation: it did not follow the derivative rules JAX used in this run. "
-        "Differentiate the objective with JAX and take the dot product with the all-ones direction.")
+    raise AssertionError(_automatic_diagnosis(run, oracle, settings, automatic, expected, tolerance))
+
+
+def _automatic_diagnosis(run, oracle, settings, automatic, expected, tolerance):
+    """Why `automatic` is not autodiff's directional derivative in this run, in words true of this value."""
+    eps = _eps(run)
+    if eps is not None and any(abs(automatic - q) <= max(tolerance, oracle.finite_noise(eps, settings.finite_noise_float32, SINGLE))
+                               for q in oracle.central_differences(eps)):
+        return (f"`automatic` = {fmt(automatic)} equals the central difference of the objective at your eps: it is a "
+                "difference quotient, not automatic differentiation. Differentiate the objective with JAX and take the "
+                "dot product with the all-ones direction.")
     exact = float(oracle.gradient.sum())
-    assert abs(automatic - exact) > tolerance, (
-        f"`automatic` = {fmt(automatic)} is the exact directional derivative, but not what JAX's automatic "
-        f"differentiation of the objective returned in this run ({fmt(expected)}; the grader's runs nudge JAX's "
-        "derivative rules by tiny amounts that only autodiff follows): it was computed another way (a NumPy recurrence, "
-        "a formula or a typed number). The exercise asks for the gradient by JAX autodiff, dotted with the direction.")
+    if abs(automatic - exact) <= tolerance:
+        return (f"`automatic` = {fmt(automatic)} is the directional derivative of the unchanged objective, but not what "
+                f"JAX's automatic differentiation of the objective returned in this run ({fmt(expected)}): the grader's "
+                "variant run changes JAX's derivative rules by tiny amounts, and your value did not follow them. The "
+                "exercise asks for the gradient by JAX autodiff, dotted with the direction.")
     for vector in vectors(run.sightings(until="automatic"), settings.width):
-        if not np.allclose(vector, oracle.ones) and abs(automatic - float(gradient @ vector)) <= tolerance:
-            raise AssertionError(
-                f"`automatic` = {fmt(automatic)} is the gradient dotted with a direction other than (1,…,1). "
-                "The exercise's direction v has every entry equal to 1.")
-    raise AssertionError(
-        f"`automatic` = {fmt(automatic)}, but the gradient of the objective at `x` by JAX autodiff, dotted with "
-        f"(1,…,1), is {fmt(expected)} in this run. Check which function you differentiate (the original objective "
-        "`plain`), at which point (`x`), and the dot product with the all-ones direction.")
+        if not np.allclose(vector, oracle.ones) and np.any(vector) and abs(automatic - float(gradient_dot(oracle, vector))) <= tolerance:
+            return (f"`automatic` = {fmt(automatic)} is the gradient dotted with a direction other than (1,…,1). "
+                    "The exercise's direction v has every entry equal to 1.")
+    return (f"`automatic` = {fmt(automatic)}, but the gradient of the objective at `x` by JAX autodiff, dotted with "
+            f"(1,…,1), is {fmt(expected)} in this run. Check which function you differentiate (the original objective "
+            "`plain`), at which point (`x`), and the dot product with the all-ones direction.")
 
 
-def _reported_eps(run):
-    """The student's `eps` as a positive number, or None (a check that does not need it must not fail on it)."""
+def gradient_dot(oracle, vector):
+    return float(oracle.autodiff_gradient @ vector)
+
+
+def _eps(run):
+    """The student's `eps` (as `finite` used it) as a positive number, or None (a check that does not need it must
+    not fail on it)."""
     if not run.has("eps"):
         return None
     try:
@@ -342,93 +354,62 @@ def _reported_eps(run):
     return eps if math.isfinite(eps) and eps > 0 else None
 
 
-def _recorded_differences(run, oracle, settings, until):
-    """Every central difference the run's own recorded evaluations of the objective along (1,…,1) give, up to
-    `until`'s binding, divided by twice the reported eps (as a student's arithmetic may have done it)."""
-    eps = _reported_eps(run)
-    if eps is None:
-        return []
-    genuine, _ = _objective_values(run, oracle, settings, until)
-    steps = steps_from(genuine, oracle.x, oracle.ones, 8 * max(eps, settings.eps_max))
-    return [q for _, plus, minus in steps.opposite_pairs() for q in central_quotients(plus, minus, eps)]
-
-
-def _objective_values(run, oracle, settings, until="finite"):
-    """The (point, value) pairs the run recorded up to `until`'s binding, split into those whose value is the
-    objective's at that point (verified against the oracle) and those that are not."""
-    pairs = point_values(run.evaluations(until=until), settings.width)
-    genuine, other = [], []
-    for pair in pairs:
-        expected = oracle.value_at(pair.point)
-        noise = settings.evaluation_rounding * SINGLE * (
-            abs(expected) + float(np.sum(np.abs(oracle.gradient_at(pair.point)))) * float(np.max(np.abs(pair.point))))
-        (genuine if abs(pair.value - expected) <= noise else other).append(pair)
-    return genuine, other
+def _closest(value, candidates):
+    return min(abs(value - c) for c in candidates)
 
 
 def finite_is_central_difference(run, oracle, settings):
+    """`finite` must be the central difference of the objective as this run evaluates it, at the reported eps. Where
+    the scenario changes the evaluations, that value is told from every slope written down without evaluating
+    (the exact one, autodiff's, a re-implementation's) only when the precision the run used leaves room: float32
+    rounding at a tiny step swamps the change, and then no value can be credited."""
     finite = as_number(run["finite"], "`finite`")
     eps = as_number(run["eps"], "`eps`")
     assert math.isfinite(eps) and eps > 0, f"`eps` should be a positive step; found {eps!r}."
     assert math.isfinite(finite), f"`finite` is {finite!r}; a central difference of a finite objective is a finite number."
-    genuine, other = _objective_values(run, oracle, settings)
-    radius = 8 * max(eps, settings.eps_max)
-    steps = steps_from(genuine, oracle.x, oracle.ones, radius)
-    steps_used = []
-    for h, plus, minus in steps.opposite_pairs():
-        steps_used.append(h)
-        if any(rounding_units(finite, q) <= settings.finite_rounding_units for q in central_quotients(plus, minus, eps)):
-            assert abs(h - eps) <= settings.step_match * eps + steps.rounding, (
-                f"`finite` is a central difference at x ± {h:.3g}·v, but `eps` is {eps:g}: report as `eps` the step "
-                "you took, and divide by twice that step.")
-            return f"`finite` is the central difference of your two evaluations of the objective at x ± {eps:g}·v."
-    raise AssertionError(_finite_diagnosis(run, oracle, settings, finite, eps, steps, steps_used, other))
+    honest = oracle.central_differences(eps)
+    precisions = (("float64", settings.finite_noise_float64, DOUBLE), ("float32", settings.finite_noise_float32, SINGLE))
+    for name, units, unit in precisions:
+        if _closest(finite, honest) > oracle.finite_noise(eps, units, unit):
+            continue
+        if not oracle.values_changed or oracle.finite_separation(eps, settings, unit) >= settings.separation:
+            return f"`finite` is the central difference of the objective's values at x ± {eps:g}·v."
+        raise AssertionError(
+            f"At eps = {eps:g}, {name} rounding of the objective's two values is larger than what tells a central "
+            "difference from the exact slope here, so your `finite` cannot be confirmed as a central difference of "
+            f"the objective. Use a step between {settings.eps_min:g} and {settings.eps_max:g} (or compute in float64).")
+    raise AssertionError(_finite_diagnosis(run, oracle, settings, finite, eps, honest))
 
 
-def _finite_diagnosis(run, oracle, settings, finite, eps, steps, steps_used, other):
-    """Why `finite` is not a central difference of recorded evaluations, in words that are true of this run."""
-    gap = run.evidence_gaps(until="finite")
-    caveat = f" (Note: {gap}.)" if gap else ""
-    exact = {"the derivative JAX's autodiff gives": float(oracle.autodiff_gradient.sum()),
-             "the exact derivative": float(oracle.gradient.sum())}
-    looks = next((label for label, value in exact.items() if rounding_units(finite, value) <= 4), None)
-    if steps_used:
-        step = min(steps_used, key=lambda h: abs(h - eps))
-        pair = steps.opposite_pairs()[steps_used.index(step)]
-        quotient = central_quotients(pair[1], pair[2], eps)[0]
-        divided_by_step = central_quotients(pair[1], pair[2], step)[0]
-        if abs(step - eps) > settings.step_match * eps + steps.rounding:
-            assert abs(finite - divided_by_step) > settings.step_match * abs(divided_by_step), (
-                f"`finite` is the central difference at x ± {step:.3g}·v (divided by twice that step), but `eps` is "
-                f"{eps:g}: report as `eps` the step you took.{caveat}")
-        for factor, wording in ((2.0, "divided by ε instead of 2ε"), (0.5, "divided by 4ε instead of 2ε")):
-            assert rounding_units(finite, factor * quotient) > 2 * settings.finite_rounding_units, (
-                f"`finite` = {fmt(finite)} is {factor:g} times the central difference of your two evaluations at "
-                f"x ± {step:.3g}·v: it looks {wording}.{caveat}")
-        also = f" It equals {looks} instead." if looks else ""
-        return (f"Your file evaluated the objective at x ± {step:.3g}·v, but `finite` = {fmt(finite)} is not "
-                f"(f(x+εv) − f(x−εv)) / 2ε of those two values with your eps = {eps:g}.{also} Compute `finite` from "
-                f"the two evaluations themselves.{caveat}")
-    if steps.one_sided:
-        sign = "+" if steps.one_sided == "forward" else "−"
-        return (f"`finite` is not a central difference: before it, your file evaluated the objective at "
-                f"{'x and ' if steps.at_base else ''}x {sign} ε·v only (a {steps.one_sided} difference). A central "
-                f"difference evaluates at both x + ε·v and x − ε·v and divides by 2ε.{caveat}")
-    if steps.off_line:
-        return ("`finite` is not a central difference along v = (1,…,1): the points your file evaluated next to `x` "
-                f"are not of the form x ± ε·(1,…,1). The exercise's direction is the all-ones vector.{caveat}")
-    if complex_points(run.evaluations(until="finite"), settings.width):
-        return ("`finite` comes from evaluating the objective at complex points (a complex-step derivative), not from "
-                f"a central difference of real evaluations at x + ε·v and x − ε·v.{caveat}")
-    near = [pair for pair in other if float(np.max(np.abs(pair.point - oracle.x))) <= 8 * max(eps, settings.eps_max)]
-    if near:
-        return ("Your file evaluated a function next to `x`, but what it returned there is not the objective's value: "
-                f"a central difference evaluates the original objective itself at x + ε·v and x − ε·v.{caveat}")
-    value_hint = f" Its value equals {looks}." if looks else ""
-    return ("`finite` does not come from a central difference: before it was computed, your file evaluated the "
-            "objective at no pair of points x + ε·v and x − ε·v (the grader records the calls of your functions and of "
-            f"jitted ones with the arrays passed, also inside jit and vmap).{value_hint} Evaluate the "
-            f"objective at both points and divide the difference of the two values by 2ε.{caveat}")
+def _finite_diagnosis(run, oracle, settings, finite, eps, honest):
+    """Why `finite` is not the central difference of the objective's values, in words true of this value."""
+    tolerance = max(oracle.finite_noise(eps, settings.finite_noise_float32, SINGLE), SINGLE * abs(finite))
+    near = lambda value: abs(finite - value) <= tolerance  # noqa: E731
+    one_sided = oracle.one_sided_differences(eps)
+    for side, value in one_sided.items():
+        if near(value) and _closest(finite, honest) > tolerance:
+            sign = "+" if side == "forward" else "−"
+            return (f"`finite` = {fmt(finite)} is the {side} difference of the objective at x and x {sign} {eps:g}·v, "
+                    "not a central difference: evaluate at both x + ε·v and x − ε·v and divide by 2ε.")
+    central = honest[0]
+    for factor, wording in ((2.0, "divided by ε instead of 2ε"), (0.5, "divided by 4ε instead of 2ε"),
+                            (0.25, "taken along the unit vector v/|v| instead of v = (1,…,1)")):
+        if near(factor * central):
+            return f"`finite` = {fmt(finite)} is {factor:g} times the central difference of the objective at x ± {eps:g}·v: it looks {wording}."
+    for label, value in oracle.slopes().items():
+        if near(value) and oracle.values_changed:
+            return (f"`finite` = {fmt(finite)} equals {label}, not the central difference of the objective's values "
+                    f"in this run ({fmt(central)} at x ± {eps:g}·v): the grader's variant run changes what evaluating the "
+                    "objective returns by a tiny amount that only a difference quotient of real evaluations follows. "
+                    "Evaluate the lesson's objective `plain` at x + ε·v and x − ε·v and divide the difference of the two "
+                    "values by 2ε.")
+    if oracle.values_changed and near(oracle.central_differences(eps, oracle.unchanged)[0]):
+        return (f"`finite` = {fmt(finite)} is the central difference of the unchanged objective, not of the objective "
+                "as this run evaluates it: evaluate the lesson's objective `plain` (the JAX function) itself at the two "
+                "points, not a re-implementation of it.")
+    return (f"`finite` = {fmt(finite)}, but the central difference of the objective at x ± {eps:g}·v, with your eps, is "
+            f"{fmt(central)} in this run. Evaluate the objective `plain` at x + ε·v and x − ε·v with v = (1,…,1) and "
+            "divide the difference of the two values by 2ε, using the same ε you report as `eps`.")
 
 
 # ---- Hessian-vector products ----------------------------------------------------------------------
@@ -437,57 +418,67 @@ def _hvp(run, settings, name):
     value = run[name]
     assert not (isinstance(value, tuple) and len(value) == 2), (
         f"`{name}` is a pair: jax.jvp returns (primal_out, tangent_out); keep the tangent output.")
-    vector = as_vector(value, f"`{name}`", settings.width)
+    vector = as_vector(value, f"`{name}`", settings.width, column=True)
     assert np.all(np.isfinite(vector)), f"`{name}` contains NaN or Inf."
     return vector
 
 
 def _candidate_directions(run, settings, name):
-    """Vectors the HVP may have been computed along: every (width,) vector the run's expressions made up to it
-    (tangents, directions, points), and `direction` as the exercise left it."""
-    found = vectors(run.sightings(until=name), settings.width)
+    """Vectors the HVP may have been computed along: every vector of `width` entries the run's expressions made up
+    to it (tangents, directions, points; columns and rows too), and `direction` as the exercise left it. They only
+    name a direction: the value itself must still follow the run's derivative rules along it."""
+    found = [d for d in vectors(run.sightings(until=name), settings.width) if np.any(d)]
     try:
-        found.insert(0, as_vector(run["direction"], "`direction`", settings.width))
+        direction = as_vector(run["direction"], "`direction`", settings.width, column=True)
+        if np.any(direction):
+            found.insert(0, direction)
     except (AssertionError, Missing):   # no usable `direction`: the sightings alone
         pass
     return found
 
 
+def _matching(value, hessian, directions, tolerance):
+    """The first direction d with max|value - H d| <= tolerance * max|H d| (one matrix product for all of them)."""
+    if not directions:
+        return None
+    products = np.stack(directions) @ hessian.T
+    scale = np.max(np.abs(products), axis=1)
+    error = np.max(np.abs(products - value), axis=1)
+    hits = np.flatnonzero(error <= tolerance * scale)
+    return directions[int(hits[0])] if hits.size else None
+
+
 def _explained_by(run, oracle, settings, name, checkpointed):
-    """The direction along which `name` is what second-order autodiff of the (checkpointed or ordinary) objective
-    returned in this run, or None."""
+    """The direction along which `name` is what second-order autodiff of the (rematerialized or ordinary)
+    objective returned in this run, or None."""
     value = _hvp(run, settings, name)
-    for direction in _candidate_directions(run, settings, name):
-        if np.any(direction) and relative_error(value, oracle.hvp(direction, checkpointed)) <= settings.hvp_tolerance:
-            return direction
-    return None
+    return _matching(value, oracle.hessian(checkpointed), _candidate_directions(run, settings, name), settings.hvp_tolerance)
 
 
 def _hvp_diagnosis(run, oracle, settings, name, checkpointed):
-    """Why `name` is not second-order autodiff of its objective in this run, in words true of this run."""
+    """Why `name` is not second-order autodiff of its objective in this run, in words true of this value."""
     value = _hvp(run, settings, name)
-    candidates = [d for d in _candidate_directions(run, settings, name) if np.any(d)]
+    candidates = _candidate_directions(run, settings, name)
     objective = "the rematerialized objective `remat`" if checkpointed else "the ordinary objective `plain`"
-    for direction in candidates:
-        if relative_error(value, oracle.hvp(direction, not checkpointed)) <= settings.hvp_tolerance:
-            other = "the ordinary objective `plain`" if checkpointed else "the rematerialized objective (a jax.checkpoint-ed one)"
-            return (f"`{name}` is the Hessian-vector product of {other}, not of {objective}: in this run the grader "
-                    "nudges the derivative rules inside jax.checkpoint-ed functions, and your value did not follow them. "
-                    f"Differentiate {objective} itself.")
-    for direction in candidates:
-        if relative_error(value, oracle.true_hvp(direction)) <= settings.hvp_tolerance:
-            return (f"`{name}` is the exact Hessian-vector product, but not what JAX's second-order autodiff returned "
-                    "in this run (the grader's runs nudge JAX's derivative rules by tiny amounts that only autodiff "
-                    "follows): it was computed another way (NumPy, a formula or typed numbers). Differentiate the "
-                    f"gradient of {objective} with JAX.")
+    if _matching(value, oracle.hessian(not checkpointed), candidates, settings.hvp_tolerance) is not None:
+        if checkpointed:
+            return (f"`{name}` is the Hessian-vector product of the ordinary objective, not of a rematerialized one: in "
+                    "this run, differentiating an objective whose layers are rematerialized (jax.checkpoint) gives a "
+                    "slightly different value, and yours did not follow it. Differentiate the rematerialized objective "
+                    "`remat` itself twice (a checkpoint wrapped around a gradient function is not the same thing).")
+        return (f"`{name}` is the Hessian-vector product of a rematerialized objective, not of the ordinary objective "
+                "`plain`: differentiate `plain` itself.")
+    if _matching(value, oracle.true_hessian, candidates, settings.hvp_tolerance) is not None:
+        return (f"`{name}` is the exact Hessian-vector product of the unchanged objective, but not what JAX's "
+                "second-order autodiff returned in this run: the grader's variant run changes JAX's derivative rules "
+                "by tiny amounts, and your value did not follow them. Differentiate the gradient of "
+                f"{objective} with JAX.")
     gradient_like = close_vectors(value, oracle.autodiff_gradient, settings.hvp_approximate_fraction, 0.0)[0]
     assert not gradient_like, f"`{name}` equals the gradient, not a Hessian-vector product: differentiate the gradient once more."
-    for direction in candidates:
-        error = relative_error(value, oracle.hvp(direction, checkpointed))
-        if error <= settings.hvp_approximate_fraction:
-            return (f"`{name}` is close to the Hessian-vector product of {objective} but not exact (its largest "
-                    f"difference is {error:.2g} of the largest entry), as an approximation such as a finite "
-                    "difference of gradients would be. Compute it by differentiating the gradient exactly.")
+    if _matching(value, oracle.hessian(checkpointed), candidates, settings.hvp_approximate_fraction) is not None:
+        return (f"`{name}` is close to the Hessian-vector product of {objective} but not equal to what second-order "
+                "autodiff returns in this run, as an approximation (a finite difference of gradients, for example) "
+                "would be. Compute it by differentiating the gradient exactly.")
     return (f"`{name}` does not match second-order autodiff of {objective} along any direction your code made "
             "(the grader compares it with the Hessian-vector product along every vector of length "
             f"{settings.width} your file created before it). Check the function you differentiate, the point (`x`) "
@@ -506,7 +497,7 @@ def hvp_direction_is_nonuniform(run, oracle, settings):
     except AssertionError:   # hvp_plain itself is unusable; its own checks say why
         direction = None
     if direction is None:
-        direction = as_vector(run["direction"], "`direction`", settings.width)
+        direction = as_vector(run["direction"], "`direction`", settings.width, column=True)
     spread = float(np.max(direction) - np.min(direction))
     assert spread > settings.nonuniform_fraction * float(np.max(np.abs(direction))) and spread > 0, (
         "The HVP direction is uniform (all entries equal): a uniform direction probes only one combination of the "

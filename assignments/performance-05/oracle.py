@@ -1,20 +1,22 @@
 """Independent oracle for performance-05, computed in the trusted grader process.
 
-Everything numeric is NumPy float64 and never touches JAX: the gradient is the lesson's reverse recurrence,
-the Hessian-vector product is that recurrence differentiated once more (forward over reverse), the objective is
-evaluated directly. Every scenario nudges JAX's derivative rules for tanh by amounts chosen here
-(`scenario_parameters`, applied in the run by scenario_setup.nudge_derivative_rules), so the oracle also gives
-what autodiff returns in that world:
+Everything numeric is NumPy float64 and never touches JAX: the gradient is the lesson's reverse recurrence, the
+Hessian-vector product is that recurrence differentiated once more (forward over reverse), the objective is
+evaluated directly. The variant changes JAX's world by amounts chosen here (`scenario_parameters`, applied in the
+run by scenario_setup.nudge_derivative_rules and nudge_objective_values), and the oracle gives what each method
+returns in that world:
 
-    first derivative   D = (1 - h^2) (1 + delta_i)             (delta along the unit index; 0 elsewhere)
-    second derivative  S = (1 + delta_i)^2 (1 - h^2) (-2 h + c (1 - h^2)),  c = curvature, or curvature +
-                       checkpoint_curvature for a tanh inside a jax.checkpoint-ed function
+    first derivative of tanh   F(h) = (1 - h^2)(1 + delta(h)),  delta(h) = sum c cos(w h + p)
+    its derivative             F'(h) = -2h (1 + delta) + (1 - h^2)(delta'(h) + (1 + delta) bend),
+                               bend = curvature, or curvature + checkpoint_curvature inside a rematerialized
+                               function being differentiated
+    an evaluation              f~(p) = sum(a) + change(a),  a = h4(p)^2  (a change no derivative rule contains)
 
-so `automatic` must follow D (a NumPy recurrence or a finite difference does not), each HVP must follow S (a
-finite difference of gradients or a NumPy HVP does not), and hvp_remat must follow the checkpointed S (the
-ordinary objective's HVP does not). Forward values are never nudged: a central difference is judged against the
-run's own recorded evaluations. Residual counts and compiler memory figures depend on the installed JAX, so they
-come from the grader's own run of the reference solution (`facts`), never from constants here.
+so `automatic` must follow F (a NumPy recurrence, a formula or a finite difference does not), each HVP must follow
+F' (a finite difference of gradients or a NumPy HVP does not), hvp_remat the rematerialized bend (the ordinary
+objective's HVP does not), and `finite` the evaluations' change (the exact slope, autodiff, a Taylor model or a
+re-implementation of the objective does not). Residual counts and compiler memory figures depend on the installed
+JAX, so they come from the grader's own run of the reference solution (`facts`), never from constants here.
 """
 
 from __future__ import annotations
@@ -53,43 +55,80 @@ def objective(w: np.ndarray, x: np.ndarray) -> float:
     return float(np.sum(activations(w, x)[-1] ** 2))
 
 
-# ---- derivative rules ---------------------------------------------------------------------------------------
+# ---- the changed world: derivative rules and evaluations ----------------------------------------------------
 
-def cosine_basis(width: int = WIDTH) -> np.ndarray:
-    """Row i: cos(pi k (i + 1/2) / width) for k = 0..width-1 (how the run builds delta from its coefficients)."""
-    index = np.arange(width)[:, None] + 0.5
-    return np.cos(math.pi * np.arange(width)[None, :] * index / width)
+@dataclass(frozen=True)
+class ValueChange:
+    """What evaluating the objective adds near the lesson's point: scale * t * window, t the position along the
+    path the squares a = h4^2 follow as x moves along (1,...,1) (scenario_setup.nudge_objective_values)."""
+
+    center: np.ndarray
+    path: np.ndarray
+    scale: float
+    span: float
+    across: float
+
+    def of(self, a: np.ndarray) -> float:
+        if a.shape != self.center.shape or not np.all(a > 0):
+            return 0.0
+        d = a - self.center
+        path2 = float(self.path @ self.path)
+        t = float(d @ self.path) / path2
+        off = (float(d @ d) - t * t * path2) / float(self.center @ self.center)
+        along = max(1.0 - t * t / self.span ** 2, 0.0)
+        aside = max(1.0 - off / self.across ** 2, 0.0)
+        return self.scale * t * along ** 3 * aside ** 3
 
 
 @dataclass(frozen=True)
 class Rules:
-    """The derivative rules of tanh in one scenario's runs (all zero: JAX's own)."""
+    """How one scenario's JAX differentiates tanh and what evaluating the objective returns (all zero: JAX's own)."""
 
-    delta: np.ndarray = field(default_factory=lambda: np.zeros(WIDTH))
+    terms: tuple[tuple[float, float, float], ...] = ()
     curvature: float = 0.0
     checkpoint_curvature: float = 0.0
+    change: ValueChange | None = None
 
     @classmethod
-    def from_parameters(cls, parameters: dict[str, Any] | None) -> Rules:
-        if not parameters or "tanh_slope_cosines" not in parameters:
-            return cls()
-        cosines = np.asarray(parameters["tanh_slope_cosines"], dtype=np.float64)
-        return cls(cosine_basis(len(cosines)) @ cosines, float(parameters["tanh_curvature"]),
-                   float(parameters["checkpoint_curvature"]))
+    def from_parameters(cls, parameters: dict[str, Any] | None, derivatives: bool = True,
+                        values: bool = True) -> Rules:
+        parameters = parameters or {}
+        rules = cls()
+        if derivatives and "slope_terms" in parameters:
+            rules = cls(tuple((float(c), float(w), float(p)) for c, w, p in parameters["slope_terms"]),
+                        float(parameters["tanh_curvature"]), float(parameters["checkpoint_curvature"]))
+        if values and "center" in parameters:
+            change = ValueChange(np.asarray(parameters["center"], dtype=np.float64),
+                                 np.asarray(parameters["path"], dtype=np.float64), float(parameters["scale"]),
+                                 float(parameters["span"]), float(parameters["across"]))
+            rules = Rules(rules.terms, rules.curvature, rules.checkpoint_curvature, change)
+        return rules
+
+    def delta(self, h: np.ndarray) -> np.ndarray:
+        return sum((c * np.cos(w * h + p) for c, w, p in self.terms), np.zeros_like(h))
+
+    def delta_slope(self, h: np.ndarray) -> np.ndarray:
+        return sum((-c * w * np.sin(w * h + p) for c, w, p in self.terms), np.zeros_like(h))
 
     def first(self, h: np.ndarray) -> np.ndarray:
-        return (1.0 - h ** 2) * (1.0 + self.delta)
+        return (1.0 - h ** 2) * (1.0 + self.delta(h))
 
-    def second(self, h: np.ndarray, checkpointed: bool) -> np.ndarray:
-        c = self.curvature + (self.checkpoint_curvature if checkpointed else 0.0)
-        return (1.0 + self.delta) ** 2 * (1.0 - h ** 2) * (-2.0 * h + c * (1.0 - h ** 2))
+    def bent(self, h: np.ndarray, checkpointed: bool) -> np.ndarray:
+        """dF/dh: what second-order autodiff differentiates the first derivative's rule into."""
+        bend = self.curvature + (self.checkpoint_curvature if checkpointed else 0.0)
+        s = 1.0 + self.delta(h)
+        return -2.0 * h * s + (1.0 - h ** 2) * (self.delta_slope(h) + s * bend)
+
+    def value(self, w: np.ndarray, point: np.ndarray) -> float:
+        a = activations(w, point)[-1] ** 2
+        return float(np.sum(a)) + (self.change.of(a) if self.change is not None else 0.0)
 
 
 TRUE = Rules()
 
 
 def gradient(w: np.ndarray, x: np.ndarray, rules: Rules = TRUE) -> np.ndarray:
-    """Reverse recurrence: g4 = 2 h4, g_{i-1} = W^T (g_i * D_i); with JAX's own rules, the true gradient."""
+    """Reverse recurrence: g4 = 2 h4, g_{i-1} = W^T (g_i * F(h_i)); with JAX's own rules, the true gradient."""
     h = activations(w, x)
     g = 2.0 * h[-1]
     for i in range(LAYERS, 0, -1):
@@ -101,30 +140,29 @@ def hessian_vector_product(w: np.ndarray, x: np.ndarray, v: np.ndarray, rules: R
                            checkpointed: bool = False) -> np.ndarray:
     """H v: the tangent of the reverse recurrence along v (forward over reverse).
 
-    Forward tangents: dz_i = W dh_{i-1}, dh_i = D_i dz_i (dh_0 = v). Reverse tangents: dg_4 = 2 dh_4,
-    dg_{i-1} = W^T (dg_i * D_i + g_i * S_i * dz_i)."""
+    Forward tangents: dh_i = F(h_i) W dh_{i-1} (dh_0 = v). Reverse tangents: dg_4 = 2 dh_4,
+    dg_{i-1} = W^T (dg_i * F(h_i) + g_i * F'(h_i) * dh_i)."""
     h = activations(w, x)
-    dh, dz = [np.asarray(v, dtype=np.float64)], [np.zeros(0)]
+    dh = [np.asarray(v, dtype=np.float64)]
     for i in range(1, LAYERS + 1):
-        dz.append(w @ dh[-1])
-        dh.append(rules.first(h[i]) * dz[-1])
+        dh.append(rules.first(h[i]) * (w @ dh[-1]))
     g, dg = 2.0 * h[-1], 2.0 * dh[-1]
     for i in range(LAYERS, 0, -1):
-        first, second = rules.first(h[i]), rules.second(h[i], checkpointed)
-        g, dg = w.T @ (g * first), w.T @ (dg * first + g * second * dz[i])
+        first, bent = rules.first(h[i]), rules.bent(h[i], checkpointed)
+        g, dg = w.T @ (g * first), w.T @ (dg * first + g * bent * dh[i])
     return dg
 
 
-def central_difference(w: np.ndarray, x: np.ndarray, v: np.ndarray, eps: float) -> float:
-    return (objective(w, x + eps * v) - objective(w, x - eps * v)) / (2.0 * eps)
+def central_difference(w: np.ndarray, x: np.ndarray, v: np.ndarray, eps: float, rules: Rules = TRUE) -> float:
+    return (rules.value(w, x + eps * v) - rules.value(w, x - eps * v)) / (2.0 * eps)
 
 
-def forward_difference(w: np.ndarray, x: np.ndarray, v: np.ndarray, eps: float) -> float:
-    return (objective(w, x + eps * v) - objective(w, x)) / eps
+def forward_difference(w: np.ndarray, x: np.ndarray, v: np.ndarray, eps: float, rules: Rules = TRUE) -> float:
+    return (rules.value(w, x + eps * v) - rules.value(w, x)) / eps
 
 
-def backward_difference(w: np.ndarray, x: np.ndarray, v: np.ndarray, eps: float) -> float:
-    return (objective(w, x) - objective(w, x - eps * v)) / eps
+def backward_difference(w: np.ndarray, x: np.ndarray, v: np.ndarray, eps: float, rules: Rules = TRUE) -> float:
+    return (rules.value(w, x) - rules.value(w, x - eps * v)) / eps
 
 
 # ---- the oracle of one scenario -----------------------------------------------------------------------------
@@ -141,14 +179,15 @@ class Oracle:
     setup: tuple[str, ...] = ()      # the scenario's set-up functions (what its compiler reports depends on them)
     rules: Rules = TRUE
     batch_seed: int | None = None    # the grading run's random seed (the baseline's memory offsets come from it)
+    _hessians: dict = field(default_factory=dict, repr=False, compare=False)
 
     @property
     def ones(self) -> np.ndarray:
         return np.ones_like(self.x)
 
     def value_at(self, point: np.ndarray) -> float:
-        """The objective at a point, as a float64 evaluation (values are never nudged)."""
-        return objective(self.w, np.asarray(point, dtype=np.float64))
+        """What evaluating the objective at a point returns in this scenario's runs."""
+        return self.rules.value(self.w, np.asarray(point, dtype=np.float64))
 
     @property
     def value(self) -> float:
@@ -169,20 +208,71 @@ class Oracle:
 
     def hvp(self, v: np.ndarray, checkpointed: bool = False) -> np.ndarray:
         """What second-order autodiff of the objective returns in this scenario's runs along v (of the ordinary
-        objective, or of one whose layers ran inside jax.checkpoint)."""
+        objective, or of one whose layers are rematerialized)."""
         return hessian_vector_product(self.w, self.x, v, self.rules, checkpointed)
+
+    def hessian(self, checkpointed: bool = False) -> np.ndarray:
+        """The matrix of `hvp` (columns: H e_i), computed once per oracle: every candidate direction is a product."""
+        key = "rematerialized" if checkpointed else "ordinary"
+        if key not in self._hessians:
+            self._hessians[key] = np.stack([self.hvp(e, checkpointed) for e in np.eye(len(self.x))], axis=1)
+        return self._hessians[key]
+
+    @property
+    def true_hessian(self) -> np.ndarray:
+        if "true" not in self._hessians:
+            self._hessians["true"] = np.stack([self.true_hvp(e) for e in np.eye(len(self.x))], axis=1)
+        return self._hessians["true"]
 
     def true_hvp(self, v: np.ndarray) -> np.ndarray:
         """The exact Hessian-vector product of the function itself (what a NumPy HVP computes)."""
         return hessian_vector_product(self.w, self.x, v)
 
-    def differences(self, v: np.ndarray, eps: float) -> dict[str, float]:
-        """Central, forward and backward differences at the student's own step, for diagnosis."""
-        return {
-            "central": central_difference(self.w, self.x, v, eps),
-            "forward": forward_difference(self.w, self.x, v, eps),
-            "backward": backward_difference(self.w, self.x, v, eps),
-        }
+    @property
+    def values_changed(self) -> bool:
+        """This scenario changes what evaluating the objective returns (so a central difference can be told
+        from every way of writing down a slope)."""
+        return self.rules.change is not None
+
+    def step_points(self, eps: float) -> list[tuple[np.ndarray, np.ndarray]]:
+        """The points x +- eps v as a run computes them: exactly (float64 arithmetic), and rounded to float32 (x, eps
+        and the sum in float32, or the float64 sum rounded), every one a way honest code evaluates the objective."""
+        f32 = np.float32
+        x32 = self.x.astype(f32)
+        exact = (self.x + eps * self.ones, self.x - eps * self.ones)
+        single = ((x32 + f32(eps)).astype(np.float64), (x32 - f32(eps)).astype(np.float64))
+        rounded = (exact[0].astype(f32).astype(np.float64), exact[1].astype(f32).astype(np.float64))
+        return [exact, single, rounded]
+
+    def central_differences(self, eps: float, rules: Rules | None = None) -> list[float]:
+        """(f(x + eps v) - f(x - eps v)) / 2 eps of this scenario's evaluations at each of `step_points`."""
+        rules = self.rules if rules is None else rules
+        return [(rules.value(self.w, plus) - rules.value(self.w, minus)) / (2.0 * eps)
+                for plus, minus in self.step_points(eps)]
+
+    def one_sided_differences(self, eps: float) -> dict[str, float]:
+        return {"forward": forward_difference(self.w, self.x, self.ones, eps, self.rules),
+                "backward": backward_difference(self.w, self.x, self.ones, eps, self.rules)}
+
+    def slopes(self) -> dict[str, float]:
+        """Values a `finite` that evaluated nothing could hold: the exact directional derivative and autodiff's."""
+        return {"the exact directional derivative": float(self.gradient.sum()),
+                "JAX's autodiff of the objective in this run": float(self.autodiff_gradient.sum())}
+
+    def finite_separation(self, eps: float, settings: Any, unit: float | None = None) -> float:
+        """See the module function: tolerances between an honest central difference and a written-down slope."""
+        return finite_separation(self, eps, settings, SINGLE if unit is None else unit)
+
+    @property
+    def unchanged(self) -> Rules:
+        """JAX's own rules and evaluations: what a re-implementation of the objective follows."""
+        return TRUE
+
+    def finite_noise(self, eps: float, units: float, unit: float) -> float:
+        """How far honest code's central difference at step eps lies from `central_differences` when it evaluates
+        the objective with rounding unit `unit`: `units` rounding units of |f| in each evaluation, over eps, plus the
+        quotient's own rounding."""
+        return units * unit * abs(self.value) / eps + 4 * unit * abs(float(self.gradient.sum()))
 
     @property
     def residual_counts(self) -> list[int]:
@@ -228,81 +318,134 @@ def build(seed: int, facts: dict, scenario: Any = None, parameters: dict | None 
     run (its facts)."""
     w, x = lesson_inputs(seed)
     setup = tuple(getattr(scenario, "setup", ()))
-    rules = Rules.from_parameters(parameters) if "nudge_derivative_rules" in setup else TRUE
+    rules = Rules.from_parameters(parameters, derivatives="nudge_derivative_rules" in setup,
+                                  values="nudge_objective_values" in setup)
     return Oracle(seed=seed, w=w, x=x, facts=facts, setup=setup, rules=rules, batch_seed=batch_seed)
 
 
-# ---- sizing the nudges ----------------------------------------------------------------------------------------
+# ---- sizing the changes ---------------------------------------------------------------------------------------
+
+SINGLE = float(np.finfo(np.float32).eps)
+DOUBLE = float(np.finfo(np.float64).eps)
+SLOPE_TERMS = 3
+PROBE_STEPS = (1e-4, 3e-4, 1e-3, 3e-3, 1e-2, 3e-2)
+
 
 @dataclass(frozen=True)
 class Nudges:
-    """The derivative-rule changes of one scenario and how far each moves the graded values."""
+    """The changes of one scenario and how far each moves the graded values."""
 
     rules: Rules
     slope_shift: float        # |change of grad . ones| / sum|g_i|
-    remat_shift: float        # max|change of the checkpointed HVP| / max|H v|, along the lesson's direction
+    remat_shift: float        # max|change of the rematerialized HVP| / max|H v|, along the lesson's direction
     curvature_shift: float    # max|change of the HVP by the curvature| / max|H v|
+    value_signal: float       # |change of the central difference| at the lesson's step
+
+
+def _value_budget(auto: float, settings: Any) -> float:
+    """How far the evaluations' change may move a central difference: a share of the lesson's own
+    `assert_allclose(finite, automatic, rtol, atol)`, so honest code keeps passing it."""
+    return settings.value_share * (settings.lesson_directional_rtol * abs(auto) + settings.lesson_directional_atol)
 
 
 def size_nudges(seed: int, batch_seed: int, scenario: str, settings: Any) -> Nudges:
-    """Random derivative-rule changes for a scenario's inputs, each as large as the lesson's own assertions allow
-    (a share `nudge_share` of their tolerances), with random signs and sizes from the grading run's seed."""
+    """Random changes for a scenario's inputs, each as large as the lesson's own assertions allow (a share of their
+    tolerances), with random shapes, signs and sizes from the grading run's seed."""
     rng = np.random.default_rng([batch_seed, sum(map(ord, scenario))])
     w, x = lesson_inputs(seed)
     g = gradient(w, x)
     share = settings.nudge_share
-    # delta: push grad . ones as far as the gradient's elementwise tolerance and the finite-vs-automatic one allow.
+    # delta(h): a few cosines of h, their coefficients along the best of several random directions (the largest
+    # move of grad . ones while every gradient entry stays inside the lesson's gradient tolerance).
+    omegas, phases = rng.uniform(2.0, 12.0, SLOPE_TERMS), rng.uniform(0.0, 2 * math.pi, SLOPE_TERMS)
     step = 1e-6
-    sensitivity = np.stack([(gradient(w, x, Rules(delta=step * e)) - g) / step for e in np.eye(WIDTH)], axis=1)
-    along = sensitivity.sum(axis=0)
-    direction = np.sign(along) * rng.uniform(0.5, 1.0, WIDTH) * rng.choice([-1.0, 1.0])
-    change = sensitivity @ direction
+    basis = [Rules(tuple((step if j == k else 0.0, omegas[j], phases[j]) for j in range(SLOPE_TERMS)))
+             for k in range(SLOPE_TERMS)]
+    sensitivity = np.stack([(gradient(w, x, rules) - g) / step for rules in basis], axis=1)
     allowed = share * (settings.lesson_gradient_rtol * np.abs(g) + settings.lesson_gradient_atol)
-    slope = float(g.sum())
-    budget = share * (settings.lesson_directional_rtol * abs(slope) + settings.lesson_directional_atol)
-    scale = min(float(np.min(allowed / np.maximum(np.abs(change), 1e-300))),
-                budget / max(abs(float(change.sum())), 1e-300), 1e-3 / float(np.max(np.abs(direction))))
-    delta = scale * direction
-    rules = Rules(delta=delta)
+    best = (0.0, np.zeros(SLOPE_TERMS))
+    for _ in range(48):
+        c = rng.normal(size=SLOPE_TERMS)
+        c /= np.linalg.norm(c)
+        change = sensitivity @ c
+        t = min(float(np.min(allowed / np.maximum(np.abs(change), 1e-300))), 1e-3 / float(np.sum(np.abs(c))))
+        if abs(float(change.sum())) * t > best[0]:
+            best = (abs(float(change.sum())) * t, c * t)
+    coefficients = best[1] * rng.uniform(0.9, 1.0)
+    terms = tuple((float(coefficients[k]), float(omegas[k]), float(phases[k])) for k in range(SLOPE_TERMS))
+    rules = Rules(terms)
     slope_shift = abs(float((gradient(w, x, rules) - g).sum())) / float(np.sum(np.abs(g)))
     # curvature: a random share of a fixed band of the HVP's size along the lesson's direction.
     v = np.linspace(-1.0, 1.0, WIDTH)
     base = hessian_vector_product(w, x, v, rules)
-    unit = hessian_vector_product(w, x, v, Rules(delta, 1.0)) - base
+    unit = hessian_vector_product(w, x, v, Rules(terms, 1.0)) - base
     size = float(np.max(np.abs(base)))
     target = rng.uniform(settings.curvature_effect_min, settings.curvature_effect_max) * size
     curvature = target / float(np.max(np.abs(unit))) * rng.choice([-1.0, 1.0])
-    rules = Rules(delta, curvature)
+    rules = Rules(terms, curvature)
     plain = hessian_vector_product(w, x, v, rules)
-    # checkpoint curvature: inside the lesson's tolerance between hvp_plain and hvp_remat, elementwise.
-    unit = hessian_vector_product(w, x, v, Rules(delta, curvature, 1.0), checkpointed=True) - plain
+    # rematerialized curvature: inside the lesson's tolerance between hvp_plain and hvp_remat, elementwise.
+    unit = hessian_vector_product(w, x, v, Rules(terms, curvature, 1.0), checkpointed=True) - plain
     allowed = share * (settings.lesson_hvp_rtol * np.abs(plain) + settings.lesson_hvp_atol)
     extra = float(np.min(allowed / np.maximum(np.abs(unit), 1e-300))) * rng.uniform(0.8, 1.0) * rng.choice([-1.0, 1.0])
-    rules = Rules(delta, curvature, extra)
+    rules = Rules(terms, curvature, extra)
     remat_shift = float(np.max(np.abs(extra * unit))) / float(np.max(np.abs(plain)))
     curvature_shift = float(np.max(np.abs(plain - base))) / size
-    return Nudges(rules, slope_shift, remat_shift, curvature_shift)
-
-
-def _cosines(delta: np.ndarray) -> list[float]:
-    return [float(c) for c in np.linalg.solve(cosine_basis(len(delta)), delta)]
+    # evaluations: along the path the squares follow as x moves along (1,...,1) (true derivatives: values are JAX's).
+    h, dh = activations(w, x), [np.ones(WIDTH)]
+    for i in range(1, LAYERS + 1):
+        dh.append((1.0 - h[i] ** 2) * (w @ dh[-1]))
+    center, path = h[-1] ** 2, 2.0 * h[-1] * dh[-1]
+    scale = _value_budget(float(gradient(w, x, rules).sum()), settings) * rng.uniform(0.9, 1.0) * rng.choice([-1.0, 1.0])
+    change = ValueChange(center, path, scale, 4.0 * settings.eps_max, 0.5)
+    rules = Rules(terms, curvature, extra, change)
+    lesson_step = 1e-3
+    signal = abs(central_difference(w, x, np.ones(WIDTH), lesson_step, rules)
+                 - central_difference(w, x, np.ones(WIDTH), lesson_step))
+    return Nudges(rules, slope_shift, remat_shift, curvature_shift, signal)
 
 
 def scenario_parameters(scenario: str, seed: int, batch_seed: int, settings: Any) -> dict[str, Any]:
-    """What the scenario's set-up functions receive beyond [parameters]: the sized derivative-rule changes."""
-    nudges = size_nudges(seed, batch_seed, scenario, settings)
-    return {"tanh_slope_cosines": _cosines(nudges.rules.delta), "tanh_curvature": nudges.rules.curvature,
-            "checkpoint_curvature": nudges.rules.checkpoint_curvature}
+    """What the scenario's set-up functions receive beyond [parameters]: the sized changes."""
+    rules = size_nudges(seed, batch_seed, scenario, settings).rules
+    change = rules.change
+    assert change is not None
+    return {"slope_terms": [list(term) for term in rules.terms], "tanh_curvature": rules.curvature,
+            "checkpoint_curvature": rules.checkpoint_curvature, "center": change.center.tolist(),
+            "path": change.path.tolist(), "scale": change.scale, "span": change.span, "across": change.across}
 
 
-def separates(nudges: Nudges, settings: Any) -> bool:
-    """Every nudge moves its value by at least `separation` tolerances, so no other method lands within one."""
+def finite_separation(oracle: Oracle, eps: float, settings: Any, unit: float = SINGLE) -> float:
+    """How many tolerances (at rounding unit `unit`) lie between a central difference of this scenario's
+    evaluations at step eps and the nearest value that needs no evaluation (the exact slope, autodiff's slope, a
+    central difference of the unchanged objective)."""
+    units = settings.finite_noise_float32 if unit == SINGLE else settings.finite_noise_float64
+    tolerance = oracle.finite_noise(eps, units, unit)
+    honest = oracle.central_differences(eps)
+    others = [*oracle.slopes().values(), *oracle.central_differences(eps, TRUE)]
+    return min(abs(a - b) for a in honest for b in others) / tolerance
+
+
+def separates(nudges: Nudges, oracle: Oracle, settings: Any) -> bool:
+    """Every change moves its value by at least `separation` tolerances, so no other method lands within one; a
+    float32 central difference is told apart at every sensible step."""
     wanted = settings.separation
     return (nudges.slope_shift >= wanted * settings.automatic_tolerance
             and nudges.remat_shift >= wanted * settings.hvp_tolerance
-            and nudges.curvature_shift >= wanted * settings.hvp_tolerance)
+            and nudges.curvature_shift >= wanted * settings.hvp_tolerance
+            and all(finite_separation(oracle, eps, settings) >= wanted
+                    for eps in PROBE_STEPS if settings.eps_min <= eps <= settings.eps_max))
 
 
 def suitable_seed(seed: int, settings: Any) -> bool:
-    """A fresh variant seed is used only when its world separates every method (the framework draws again)."""
-    return separates(size_nudges(seed, seed, "variant", settings), settings)
+    """A fresh variant seed is used only when its world separates every method (the framework draws again). Most
+    seeds fail the first, cheap test: a float32 central difference at the smallest sensible step must be told from
+    the exact slope, which needs a slope large beside the objective's value (its rounding)."""
+    w, x = lesson_inputs(seed)
+    value, slope = objective(w, x), float(gradient(w, x).sum())
+    budget = settings.value_share * (settings.lesson_directional_rtol * abs(slope) + settings.lesson_directional_atol)
+    if budget * 0.85 < settings.separation * settings.finite_noise_float32 * SINGLE * value / settings.eps_min:
+        return False
+    nudges = size_nudges(seed, seed, "variant", settings)
+    oracle = Oracle(seed=seed, w=w, x=x, rules=nudges.rules)
+    return separates(nudges, oracle, settings)

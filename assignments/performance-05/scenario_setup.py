@@ -3,23 +3,28 @@
 The framework ships this file's source into the child and calls the functions a scenario lists in
 assignment.toml with the scenario's parameters (assignment.toml's [parameters], `seed`, `batch_seed`, and what
 oracle.scenario_parameters derives from them in the trusted grader). Nothing here is trusted by the grader
-afterwards: it only changes the world the student's code sees. Every replacement accepts exactly the call forms
-the real API accepts, and if its own change ever failed it would answer as the real API does: the grader's code
-can make a scenario less different, never make a student's call fail. (A failure reported from inside the run
-could be forged by the student, so the grader never excuses anything on such a report; it cannot happen.)
+afterwards: it only changes the world the student's code sees. A change that cannot be installed fails the set-up
+(the grader's fault, never the student's); once installed, every change answers every call the real JAX answers.
 
 Why the worlds differ. A method is credited only when the graded value follows a change that only that method
-feels, in every scenario, so that a file cannot tell which run it is in and answer differently:
+feels, made where every spelling of the same math meets (JAX's primitives and their rules, never a Python name),
+and leaving no name, identity, attribute, residual text or compiled buffer changed:
 
-- `nudge_derivative_rules` changes JAX's derivative of tanh by tiny amounts the oracle knows: the first
-  derivative by a factor (1 + delta_i) along the vector's index (autodiff of the objective follows it; a NumPy
-  recurrence or a finite difference does not), the second derivative by a `curvature` term (second-order
-  autodiff follows it; a finite difference of gradients or a NumPy HVP does not), and inside a `jax.checkpoint`-ed
-  function by a different curvature (so the rematerialized objective's HVP differs from the ordinary one's).
-  Values are untouched, first-order programs compile to the same buffers (the residual counts and the compiler's
-  memory figures do not change), and the lesson's own assertions hold: the oracle sizes every change inside them.
+- `nudge_derivative_rules` changes the derivative rule of the tanh primitive by tiny amounts the oracle knows:
+  the first derivative by (1 + delta(h)), a smooth function of the primitive's output (autodiff of the objective
+  follows it; a NumPy recurrence, a formula or a finite difference does not), the second derivative by a
+  curvature term (second-order autodiff follows it; a finite difference of gradients or a NumPy HVP does not),
+  and, through the rematerialization primitive's own rule, a different curvature for a tanh inside a
+  rematerialized function being differentiated (so the rematerialized objective's HVP differs from the ordinary
+  one's, whichever way it was checkpointed).
+- `nudge_objective_values` changes what evaluating the objective returns, near the lesson's point, by an amount
+  no derivative rule contains: a central difference of real evaluations follows it; the exact slope, autodiff, a
+  Taylor model or a re-implementation of the objective does not.
 - `offset_memory_analysis` / `vary_memory_analysis`: the compiler's byte figures are offset by amounts nobody can
   know in advance (equal figures stay equal), and in the variant one executable of each pair has no analysis.
+
+Every change is sized by the oracle inside a share of the lesson's own assertions, so honest code keeps passing
+them.
 
 `reported_memory` is pure and imported by the oracle in the grader too: the figures a run's compiler reports and
 the figures the checks expect come from this one definition.
@@ -125,152 +130,255 @@ def replace_lesson_seed(lesson_seed, seed, **_):
     np.random.PCG64 = PCG64
 
 
-def nudge_derivative_rules(tanh_slope_cosines, tanh_curvature, checkpoint_curvature, width, **_):
-    """Change JAX's derivative rules for tanh (see the module docstring); the oracle models exactly this.
+def nudge_derivative_rules(slope_terms, tanh_curvature, checkpoint_curvature, **_):
+    """Change JAX's derivative rule of the tanh primitive, and the rule of its rematerialization primitive (see the
+    module docstring); oracle.Rules models exactly this.
 
-    First derivative: (1 - h^2) (1 + delta_i), delta_i = sum_k c_k cos(pi k (i + 1/2) / width) along the last
-    axis when it has `width` entries (computed from an iota, never a stored constant: a constant would be saved as
-    a residual). Second derivative: the (1 - h) factor of the rule carries `1 + curvature * z(h)`, where z is a
-    primitive that is zero with derivative one: it folds away in a first-order program and contributes
-    curvature * (1 - h^2)^2 (1 + delta)^2 to the second derivative. Inside a function wrapped by jax.checkpoint,
-    tanh uses `tanh_curvature + checkpoint_curvature` (unless the checkpointed function differentiates it itself, as
-    jax.checkpoint around a gradient function does: only an objective rematerialized *inside* the differentiation
-    feels it). jax.experimental.jet follows the same first and second derivatives."""
-    import contextlib
+    First derivative: (1 - h^2)(1 + delta(h)), delta(h) = sum c cos(w h + p) over `slope_terms`, a function of the
+    primitive's output only, so every shape, batch and spelling (jnp.tanh, jax.nn.tanh, lax.tanh, inside jit, vmap,
+    scan, ...) meets the same rule. Second derivative: the rule's factor carries (1 + bend * vanish(h)), where
+    vanish is a primitive that is zero with derivative one: it folds away in a first-order program and adds bend
+    times the factor to the second. bend is `tanh_curvature`, or `tanh_curvature + checkpoint_curvature` for a tanh
+    inside a rematerialized function being differentiated: the remat primitive's differentiation rule hands its
+    body to JAX's own rule with each tanh primitive in it (nested jaxprs too: jit, scan, cond, checkpoint) swapped
+    for one of the same name and results whose rule has that bend. So jax.checkpoint, jax.remat, policies and a
+    jitted layer traced outside a checkpoint all meet it; jax.checkpoint around a gradient function does not (its
+    body's derivative was taken before the checkpoint is differentiated). jax.experimental.jet follows the same
+    rules. The rule is built like JAX's own, (g + g h) * (a - h a): the residuals saved, their text and the
+    compiled buffers are those of JAX's rule, and no Python name, identity or attribute changes."""
     import functools
-    import math
-    import threading
+    import sys
+    import weakref
 
     import jax
-    import jax.ad_checkpoint
     import jax.numpy as jnp
     from jax import lax
-    from jax._src import core
+    from jax._src import ad_checkpoint, core, source_info_util, traceback_util
     from jax._src.interpreters import ad, batching, mlir
+    from jax._src.lax import lax as lax_internal
+    from jax.experimental import jet
 
-    cosines = [float(c) for c in tanh_slope_cosines]
-    curvature, extra = float(tanh_curvature), float(checkpoint_curvature)
-    width = int(width)
+    _exclude_own_frames(source_info_util, traceback_util, sys._getframe().f_code.co_filename)
+    terms = [(float(c), float(w), float(p)) for c, w, p in slope_terms]
+    tanh_p, remat_p = lax.tanh_p, ad_checkpoint.remat_p
+    originals = _ORIGINALS.setdefault("rules", {"tanh": ad.primitive_jvps[tanh_p], "remat": ad.primitive_jvps[remat_p],
+                                                "taylor": jet.jet_rules[tanh_p]})
 
-    vanishing_p = core.Primitive("zero_with_unit_derivative")
-    vanishing_p.def_impl(lambda value: lax.full_like(value, 0))
-    vanishing_p.def_abstract_eval(lambda aval: core.ShapedArray(aval.shape, aval.dtype))
-    mlir.register_lowering(vanishing_p, mlir.lower_fun(lambda value: lax.full_like(value, 0), multiple_results=False))
-    ad.primitive_jvps[vanishing_p] = lambda primals, tangents: (
-        vanishing_p.bind(primals[0]), ad.instantiate_zeros(tangents[0]))
-    batching.primitive_batchers[vanishing_p] = lambda args, dims: (vanishing_p.bind(args[0]), dims[0])
+    vanish_p = core.Primitive("vanish")
+    vanish_p.def_impl(lambda value: lax.full_like(value, 0))
+    vanish_p.def_abstract_eval(lambda aval: core.ShapedArray(aval.shape, aval.dtype))
+    mlir.register_lowering(vanish_p, mlir.lower_fun(lambda value: lax.full_like(value, 0), multiple_results=False))
+    ad.primitive_jvps[vanish_p] = lambda primals, tangents: (vanish_p.bind(primals[0]), ad.instantiate_zeros(tangents[0]))
+    batching.primitive_batchers[vanish_p] = lambda args, dims: (vanish_p.bind(args[0]), dims[0])
+    jet.jet_rules[vanish_p] = lambda primals_in, series_in, **_: (vanish_p.bind(primals_in[0]), list(series_in[0]))
 
-    def floating(value):
-        return jnp.issubdtype(value.dtype, jnp.floating)
+    def changed(value):
+        return str(value.dtype) in ("float32", "float64")
 
-    def slope(ans):
-        if not ans.shape or ans.shape[-1] != width or not floating(ans):
-            return 1.0
-        index = lax.broadcasted_iota(ans.dtype, ans.shape, ans.ndim - 1)
+    def slope(h):
         delta = 0.0
-        for k, c in enumerate(cosines):
-            delta = delta + c * lax.cos((math.pi * k / width) * (index + 0.5))
+        for c, w, p in terms:
+            delta = delta + c * lax.cos(w * h + p)
         return 1.0 + delta
 
-    def factor_of(ans, bend):
-        factor = (1 - ans) * slope(ans)
-        if floating(ans):
-            factor = factor * (1 + bend * vanishing_p.bind(ans))
-        return factor
+    def slope_derivative(h):
+        total = 0.0
+        for c, w, p in terms:
+            total = total - (c * w) * lax.sin(w * h + p)
+        return total
 
-    # One program for the rule's factor instead of a dozen operations run one by one: a run differentiating
-    # outside jit (as the lesson does) would otherwise load a compiled program for each of them.
-    jitted_factor = jax.jit(factor_of, static_argnums=1)
+    def amplification(h, bend):
+        return slope(h) * (1 + bend * vanish_p.bind(h))
 
-    def tangent(g, ans, bend):
-        return (g + g * ans) * jitted_factor(ans, bend)
+    def jvp_rule(primitive, bend):
+        # One compiled program for the factor (a run differentiating outside jit loads one program, not a dozen).
+        factor = jax.jit(functools.partial(amplification, bend=bend))
 
-    state = threading.local()
+        def tanh_jvp(primals, tangents, **params):
+            x, = primals
+            g, = tangents
+            ans = primitive.bind(x, **params)
+            if type(g) is ad.Zero:
+                return ans, ad.p2tz(ans)
+            highest = params.get("accuracy") is lax_internal.AccuracyMode.HIGHEST
+            a = factor(ans) if changed(ans) else None
+            if highest:   # JAX's own form for this accuracy, times the factor
+                two = lax_internal._const(x, 2)
+                local = lax.mul(lax_internal._const(x, 4), lax.mul(
+                    lax.logistic(lax.mul(two, x), accuracy=params["accuracy"]),
+                    lax.logistic(lax.mul(lax.neg(two), x), accuracy=params["accuracy"])))
+                return ans, lax.mul(g, local if a is None else lax.mul(local, a))
+            if a is None:
+                return ans, lax.mul(lax.add(g, lax.mul(g, ans)), lax.sub(lax_internal._one(x), ans))
+            return ans, lax.mul(lax.add(g, lax.mul(g, ans)), lax.sub(a, lax.mul(ans, a)))
 
-    ad.defjvp2(lax.tanh_p, lambda g, ans, x, **params: tangent(g, ans, curvature))
-    real_tanh = _ORIGINALS.setdefault("tanh", jnp.tanh)
+        return tanh_jvp
 
-    @jax.custom_jvp
-    def tanh_in_checkpoint(x):
-        return real_tanh(x)
+    def taylor_rule(bend):
+        def tanh_taylor(primals_in, series_in, **params):
+            x, = primals_in
+            terms_in, = series_in
+            y0 = tanh_p.bind(x, **params)
+            if not terms_in or not changed(y0):
+                return originals["taylor"](primals_in, series_in, **params)
+            s = slope(y0)
+            first = (1 - y0 * y0) * s
+            bent = -2.0 * y0 * s + (1 - y0 * y0) * (slope_derivative(y0) + s * bend)
+            out = [first * terms_in[0]]
+            if len(terms_in) > 1:
+                out.append(first * terms_in[1] + 0.5 * bent * first * terms_in[0] * terms_in[0])
+            if len(terms_in) > 2:
+                out += list(originals["taylor"](primals_in, series_in, **params)[1][2:])
+            return y0, out
 
-    @tanh_in_checkpoint.defjvp
-    def _tanh_in_checkpoint_jvp(primals, tangents):
-        ans = real_tanh(primals[0])
-        return ans, tangent(tangents[0], ans, curvature + extra)
+        return tanh_taylor
 
-    def differentiated_inside(value):
-        """The checkpointed function itself differentiates this value (jax.checkpoint around a gradient or an HVP
-        function): its tanh is not part of a rematerialized objective being differentiated from outside."""
-        for _ in range(16):
-            name = type(value).__name__
-            if name in ("JVPTracer", "LinearizeTracer", "JaxprTracer", "JetTracer"):
-                return True
-            if name != "BatchTracer":
-                return False
-            value = value.val
-        return False
+    tanh_remat_p = lax_internal.standard_unop(lax_internal._float | lax_internal._complex, "tanh")
+    mlir.register_lowering(tanh_remat_p, mlir._lowerings[tanh_p].rule)
+    core.pp_eqn_rules[tanh_remat_p] = core.pp_eqn_rules[tanh_p]
+    plain_bend = float(tanh_curvature)
+    remat_bend = float(tanh_curvature) + float(checkpoint_curvature)
+    ad.primitive_jvps[tanh_p] = jvp_rule(tanh_p, plain_bend)
+    ad.primitive_jvps[tanh_remat_p] = jvp_rule(tanh_remat_p, remat_bend)
+    jet.jet_rules[tanh_p] = taylor_rule(plain_bend)
+    jet.jet_rules[tanh_remat_p] = taylor_rule(remat_bend)
 
-    @functools.wraps(real_tanh)
-    def tanh(x, *args, **kwargs):
-        if getattr(state, "depth", 0) and not args and not kwargs and not differentiated_inside(x):
-            with contextlib.suppress(Exception):
-                return tanh_in_checkpoint(x)
-        return real_tanh(x, *args, **kwargs)
+    swapped = weakref.WeakKeyDictionary()
 
-    jnp.tanh = tanh
+    def swap_jaxpr(jaxpr):
+        """The jaxpr with every tanh primitive (nested jaxprs too) swapped for tanh_remat_p; the same object for the
+        same jaxpr, so JAX's caches keyed on it keep working."""
+        found = swapped.get(jaxpr)
+        if found is not None:
+            return found
+        eqns, touched = [], False
+        for eqn in jaxpr.eqns:
+            params = {name: swap_param(value) for name, value in eqn.params.items()}
+            primitive = tanh_remat_p if eqn.primitive is tanh_p else eqn.primitive
+            if primitive is not eqn.primitive or any(params[name] is not eqn.params[name] for name in params):
+                eqn = eqn.replace(primitive=primitive, params=params)
+                touched = True
+            eqns.append(eqn)
+        result = jaxpr.replace(eqns=eqns) if touched else jaxpr
+        swapped[jaxpr] = result
+        return result
 
-    def inside(fun):
-        @functools.wraps(fun)
-        def function(*args, **kwargs):
-            state.depth = getattr(state, "depth", 0) + 1
-            try:
-                return fun(*args, **kwargs)
-            finally:
-                state.depth -= 1
+    closed = weakref.WeakKeyDictionary()
 
-        return function
+    def swap_param(value):
+        if isinstance(value, core.Jaxpr):
+            return swap_jaxpr(value)
+        if isinstance(value, core.ClosedJaxpr):
+            found = closed.get(value)
+            if found is None:
+                inner = swap_jaxpr(value.jaxpr)
+                found = value if inner is value.jaxpr else core.ClosedJaxpr(inner, value.consts)
+                closed[value] = found
+            return found
+        if isinstance(value, tuple) and value:
+            items = tuple(swap_param(item) for item in value)
+            return value if all(a is b for a, b in zip(items, value)) else items
+        return value
 
-    real_checkpoint = _ORIGINALS.setdefault("checkpoint", jax.checkpoint)
+    def remat_jvp(primals, tangents, *, jaxpr, **params):
+        return originals["remat"](primals, tangents, jaxpr=swap_jaxpr(jaxpr), **params)
 
-    @functools.wraps(real_checkpoint)
-    def checkpoint(fun=None, *args, **kwargs):
-        if fun is None:
-            return lambda f: checkpoint(f, *args, **kwargs)
-        try:
-            wrapped = inside(fun)
-        except Exception:
-            wrapped = fun
-        return real_checkpoint(wrapped, *args, **kwargs)
+    ad.primitive_jvps[remat_p] = remat_jvp
 
-    checkpoint.nudged = True
-    for module in (jax, jax.ad_checkpoint):
-        for name in ("checkpoint", "remat"):
-            current = getattr(module, name, None)
-            if current is real_checkpoint or getattr(current, "nudged", False):
-                setattr(module, name, checkpoint)
-    try:
-        from jax.experimental import jet
-    except Exception:
-        return
-    original_taylor = _ORIGINALS.setdefault("taylor", jet.jet_rules[lax.tanh_p])
-    jet.jet_rules[vanishing_p] = lambda primals_in, series_in, **_: (vanishing_p.bind(primals_in[0]), list(series_in[0]))
 
-    def tanh_taylor(primals_in, series_in, **params):
-        _, series = original_taylor(primals_in, series_in, **params)
-        y0 = lax.tanh(primals_in[0])   # jet's own primal (through the logistic) is less accurate in float32
-        terms, = series_in
-        if not series or not floating(y0):
-            return y0, series
-        first = (1 - y0 * y0) * slope(y0)
-        second = first * slope(y0) * (-2.0 * y0 + curvature * (1 - y0 * y0))
-        out = list(series)
-        out[0] = first * terms[0]
-        if len(out) > 1:
-            out[1] = first * terms[1] + 0.5 * second * terms[0] * terms[0]
-        return y0, out
+def nudge_objective_values(center, path, scale, span, across, **_):
+    """Change what evaluating the objective returns, by an amount no derivative rule contains (see the module
+    docstring); oracle.Rules models exactly this.
 
-    jet.jet_rules[lax.tanh_p] = tanh_taylor
+    A sum of a 16-entry slice of positive numbers near the objective's own squares at the lesson's point, a* =
+    `center` (reduce_sum's lowering, so eager, jit and vmap evaluations alike), returns sum + scale * t * window,
+    where t = <a - a*, path> / |path|^2 is the position along the path a* + t * path that the squares follow when
+    x moves along (1,...,1), and the window (zero far from that path) keeps every other sum exact. Tangents and
+    Taylor series are summed exactly: the derivative rules never see the change, so only a difference quotient of
+    real evaluations of the objective follows it."""
+    import functools
+    import sys
+
+    import numpy as np
+    from jax import lax
+    from jax._src import core, source_info_util, traceback_util
+    from jax._src.interpreters import ad, batching, mlir
+    from jax._src.lax import lax as lax_internal
+    from jax._src.lax import utils as lax_utils
+    from jax._src.lib.mlir.dialects import hlo
+    from jax.experimental import jet
+
+    _exclude_own_frames(source_info_util, traceback_util, sys._getframe().f_code.co_filename)
+    center64 = np.asarray(center, dtype=np.float64)
+    path64 = np.asarray(path, dtype=np.float64)
+    width = len(center64)
+    path_norm2, center_norm2 = float(path64 @ path64), float(center64 @ center64)
+    scale, span2, across2 = float(scale), float(span) ** 2, float(across) ** 2
+    reduce_sum_p = lax.reduce_sum_p
+    original = _ORIGINALS.setdefault("reduce_sum_lowering", mlir._lowerings[reduce_sum_p].rule)
+
+    exact_sum_p = lax_utils.standard_primitive(
+        lax_internal._reduce_op_shape_rule, lax_internal._reduce_sum_dtype_rule, "reduce_sum",
+        sharding_rule=lax_internal._reduce_sum_sharding_rule,
+        vma_rule=functools.partial(core.standard_vma_rule, "reduce_sum"), ur_rule=lax_internal._reduce_sum_ur_rule)
+    mlir.register_lowering(exact_sum_p, original)
+    batching.defreducer(exact_sum_p)
+    ad.deflinear2(exact_sum_p, lax_internal._reduce_sum_transpose_rule)
+
+    def reduce_sum_jvp(primals, tangents, **params):
+        out = reduce_sum_p.bind(primals[0], **params)
+        if type(tangents[0]) is ad.Zero:
+            return out, ad.p2tz(out)
+        return out, exact_sum_p.bind(ad.instantiate_zeros(tangents[0]), **params)
+
+    ad.primitive_jvps[reduce_sum_p] = reduce_sum_jvp
+
+    def exact_series(primals_in, series_in, primitive, **params):
+        return primitive.bind(primals_in[0], **params), [exact_sum_p.bind(term, **params) for term in series_in[0]]
+
+    jet.jet_rules[reduce_sum_p] = functools.partial(exact_series, primitive=reduce_sum_p)
+    jet.jet_rules[exact_sum_p] = functools.partial(exact_series, primitive=exact_sum_p)
+
+    def change(x, *, axes):
+        dtype = x.dtype
+        keep = [d for d in range(x.ndim) if d not in axes]
+        order = tuple(keep) + tuple(axes)
+        y = x if order == tuple(range(x.ndim)) else lax.transpose(x, order)
+        y = lax.reshape(y, tuple(x.shape[d] for d in keep) + (width,))
+        d = lax.sub(y, lax.broadcast_in_dim(center64.astype(dtype), y.shape, (y.ndim - 1,)))
+        dims = (((y.ndim - 1,), (0,)), ((), ()))
+        t = lax.mul(lax.dot_general(d, path64.astype(dtype), dims), np.asarray(1.0 / path_norm2, dtype))
+        n2 = lax.dot_general(lax.mul(d, d), np.ones(width, dtype), dims)
+        off = lax.div(lax.sub(n2, lax.mul(lax.mul(t, t), np.asarray(path_norm2, dtype))), np.asarray(center_norm2, dtype))
+        one, zero = np.asarray(1.0, dtype), np.asarray(0.0, dtype)
+        along = lax.max(lax.sub(one, lax.mul(lax.mul(t, t), np.asarray(1.0 / span2, dtype))), zero)
+        aside = lax.max(lax.sub(one, lax.mul(off, np.asarray(1.0 / across2, dtype))), zero)
+        window = lax.mul(lax.mul(lax.mul(along, along), along), lax.mul(lax.mul(aside, aside), aside))
+        value = lax.mul(lax.mul(t, window), np.asarray(scale, dtype))
+        positive = lax.gt(lax.reduce_min(y, (y.ndim - 1,)), zero)
+        return lax.select(positive, value, lax.full_like(value, 0))
+
+    def lowering(ctx, x, *, axes, **params):
+        out = original(ctx, x, axes=axes, **params)
+        aval = ctx.avals_in[0]
+        size = 1
+        for axis in axes:
+            size *= int(aval.shape[axis])
+        if size != width or str(aval.dtype) not in ("float32", "float64"):
+            return out
+        extra = mlir.lower_fun(functools.partial(change, axes=tuple(axes)), multiple_results=False)(ctx, x)
+        return [hlo.add(out[0], extra[0] if isinstance(extra, (list, tuple)) else extra)]
+
+    mlir.register_lowering(reduce_sum_p, lowering)
+
+
+def _exclude_own_frames(source_info_util, traceback_util, filename):
+    """JAX names a value by the innermost frame outside JAX (print_saved_residuals' "from <file>:<line> (layer)")
+    and hides its own frames from tracebacks: this file's frames count as JAX's, so texts stay the student's."""
+    if filename not in _ORIGINALS.setdefault("excluded", set()):
+        _ORIGINALS["excluded"].add(filename)
+        source_info_util.register_exclusion(filename)
+        traceback_util.register_exclusion(filename)
 
 
 def offset_memory_analysis(batch_seed, **_):

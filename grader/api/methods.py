@@ -142,15 +142,19 @@ def rounding_units(a: float, b: float) -> float:
     return abs(a - b) / unit
 
 
-def vectors(sightings: Iterable[Sighting], width: int) -> list[np.ndarray]:
-    """The distinct real (width,) vectors the run's expressions produced, in order (float64 copies)."""
+def vectors(sightings: Iterable[Sighting], width: int, limit: int = 4000) -> list[np.ndarray]:
+    """The distinct real vectors of `width` entries the run's expressions produced, in order (float64 copies; a
+    column or row vector, (width, 1) or (1, width), read as the same vector), at most `limit` of them: one linear
+    pass."""
     found: list[np.ndarray] = []
     seen: set[bytes] = set()
     for sighting in sightings:
+        if len(found) >= limit:
+            break
         array = sighting.array
-        if array.dtype.kind not in "fiu" or array.shape != (width,):
+        if array.dtype.kind not in "fiu" or array.size != width or array.ndim not in (1, 2):
             continue
-        vector = np.asarray(array, dtype=np.float64)
+        vector = np.asarray(array, dtype=np.float64).reshape(width)
         key = vector.tobytes()
         if key not in seen and np.all(np.isfinite(vector)):
             seen.add(key)

@@ -117,15 +117,19 @@ def _is_real_scalar(value: Any) -> bool:
     return _real(value) is not None
 
 
-def as_vector(value: Any, label: str, length: int | None = None, finite: bool = True) -> np.ndarray:
+def as_vector(value: Any, label: str, length: int | None = None, finite: bool = True,
+              column: bool = False) -> np.ndarray:
     """A real 1-D float64 vector (from an array or a list of numbers), optionally of a given length; entries that
-    are NaN or infinite fail unless `finite=False`."""
+    are NaN or infinite fail unless `finite=False`. With `column=True` a column or row vector ((n, 1) or (1, n), a
+    student's convention) is read as the same vector."""
     if isinstance(value, (list, tuple)) and value and len(value) <= MAX_VECTOR_ELEMENTS:
         numbers = [_real(item) for item in value]
         if all(number is not None for number in numbers):
             value = np.asarray(numbers, dtype=np.float64)
     if not isinstance(value, np.ndarray) or value.dtype.kind not in "iuf":
         raise AssertionError(f"{label} should be a real vector; found {describe(value)}.")
+    if column and value.ndim == 2 and 1 in value.shape:
+        value = value.reshape(-1)
     if value.ndim != 1 or (length is not None and value.shape != (length,)):
         expected = f"({length},)" if length is not None else "one-dimensional"
         raise AssertionError(f"{label} should have shape {expected}; found shape {value.shape}.")

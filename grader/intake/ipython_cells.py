@@ -138,13 +138,23 @@ def _cell_magic(lines: list[str], origin: list[int], budget: Budget) -> CellPyth
         converted = _convert(body, body_origin, budget) if body else CellPython("")   # (`%%time x` is refused by IPython)
         placed = converted.source.splitlines()
         placed += [""] * (origin[0] - len(placed))
-        placed[origin[0] - 1] = "pass"
+        placed[origin[0] - 1] = _capture_binding(argument) if name == "capture" else "pass"
         return CellPython("\n".join(placed) + "\n", converted.not_run)
     if name == "writefile":
         code = _writefile(argument, "".join(body))
         if code is not None:
             return CellPython(_place([code], [origin[0]]))
     return _not_run_at_all(lines, origin)
+
+
+def _capture_binding(argument: str) -> str:
+    """`%%capture [options] NAME` binds NAME to the captured output, as IPython does (its text is in the run's
+    output instead, so the object holds none); without a NAME nothing is bound."""
+    names = [word for word in argument.split() if not word.startswith("-")]
+    if not names or not names[0].isidentifier():
+        return "pass"
+    return (f"{names[0]} = __import__('types').SimpleNamespace(stdout='', stderr='', outputs=[], "
+            "show=lambda: None)")
 
 
 def _not_run_at_all(lines: list[str], origin: list[int]) -> CellPython:

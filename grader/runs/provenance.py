@@ -88,17 +88,24 @@ class Provenance:
         if name in self._bindings:
             return self._bindings[name]
         history = list(self.snapshot.history.get(name, []))
-        if not history or (history[-1][1] is None and name not in self.snapshot.values):
+        if history and history[-1][1] is None and name not in self.snapshot.values:
+            # deleted at some point: `del eps` at the end of a file is tidying up, not undoing the exercise; the
+            # graded binding is chosen among the values it had
+            history = [entry for entry in history if entry[1] is not None]
+        if not history:
             self._bindings[name] = None
             return None
         last = history[-1]
         rule = self.rules.get(name, "last")
-        chosen = self._in_region(name, history, rule)
-        if chosen is None and rule.startswith("as_of ") and name not in _resolving:
+        anchor = None
+        if rule.startswith("as_of ") and name not in _resolving:
             anchor = self.binding(rule[len("as_of "):], _resolving | {name})
-            if anchor is not None:
-                earlier = [entry for entry in history if entry[0] <= anchor.stmt]
-                chosen = earlier[-1] if earlier and earlier[-1][1] is not None else last
+        if anchor is not None:
+            # as it stood when the anchor was made: a rebinding after it (even inside the region) is not graded
+            history = [entry for entry in history if entry[0] <= anchor.stmt] or history
+        chosen = self._in_region(name, history, rule)
+        if chosen is None and anchor is not None:
+            chosen = history[-1] if history[-1][1] is not None else last
         if chosen is None:
             chosen = _choose(rule, history) or last
         binding = Binding(name, chosen[0], chosen[1], last[0])

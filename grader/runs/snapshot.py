@@ -220,6 +220,8 @@ def _set_ending(snap: Snapshot, raw: RawRun, done: dict | None) -> None:
         if snap.ending == "completed" and any(problem["cell"] is None for problem in snap.syntax_errors):
             snap.ending = "syntax_error"   # a script stops at its syntax error (a notebook skips only that cell)
         snap.exit_code = _exit_code(done.get("code"))
+        if snap.ending == "sys_exit" and done.get("last") is True and snap.exit_code in (0, None):
+            snap.ending = "completed"   # sys.exit(0) as the file's last statement: nothing was left to run
         snap.exit_line = whole(done.get("line")) if done.get("line") is not None else None
         snap.exit_cell = _cell(done.get("cell"))
         snap.soft_limit_hit = done.get("soft_limit_hit") is True

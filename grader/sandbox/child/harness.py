@@ -267,7 +267,7 @@ class Harness:
                     self.future_flags |= feature.compiler_flag
         module = ast.Module(body=[node], type_ignores=[])
         if self.recorder.enabled:
-            module = ast.fix_missing_locations(Observe().visit(module))
+            module = ast.fix_missing_locations(Observe(self.recorder.records_evaluations).visit(module))
         return compile(module, filename, "exec", flags=self.future_flags, dont_inherit=True)
 
     def run(self):
@@ -284,7 +284,8 @@ class Harness:
             return {"kind": "setup_failed"}
         self.write_submission_copy()
         index = -1
-        for index, (cell, filename, node) in enumerate(self.statements()):
+        statements = list(self.statements())
+        for index, (cell, filename, node) in enumerate(statements):
             started = time.monotonic()
             record = {"type": "statement", "index": index, "cell": cell, "line": node.lineno,
                       "end_line": getattr(node, "end_lineno", node.lineno), "assigns": bound_names(node),
@@ -315,7 +316,8 @@ class Harness:
             if record["status"] == "exit":
                 self.run_probes(index, retry_failed=True)
                 code = exit_request if isinstance(exit_request, (int, type(None))) else str(exit_request)[:200]
-                return {"kind": "sys_exit", "code": code, "line": node.lineno, "cell": cell}
+                return {"kind": "sys_exit", "code": code, "line": node.lineno, "cell": cell,
+                        "last": index == len(statements) - 1}
         self.run_probes(index + 1, retry_failed=True)
         return {"kind": "completed"}
 

@@ -128,6 +128,9 @@ class Recorder:
         self.array_types = (np.ndarray, type(jax.numpy.zeros(1)))
         real = {name: getattr(jax, name) for name in ("grad", "jvp", "vjp", "jit", "hessian", "value_and_grad",
                                                       "checkpoint") if hasattr(jax, name)}
+        self.enabled = True
+        if not self.records_evaluations:   # sightings only: JAX's own functions stay in place, untouched
+            return real
         jit = jit_transform(self, real["jit"])
         checkpoint = checkpoint_transform(self, real["checkpoint"])
         for module in (jax, jax.ad_checkpoint):
@@ -136,8 +139,13 @@ class Recorder:
                     setattr(module, name, jit)
                 elif value is real["checkpoint"]:
                     setattr(module, name, checkpoint)
-        self.enabled = True
         return real
+
+    @property
+    def records_evaluations(self):
+        """An assignment that sets max_evaluations = 0 records no evaluations: no function of the student's or of
+        JAX is wrapped, and only sightings are kept."""
+        return self.evaluations.total > 0
 
     # ---- evaluations --------------------------------------------------------------------------------------
 

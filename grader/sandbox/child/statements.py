@@ -57,11 +57,17 @@ def mutated_names(node, namespace):
 
 
 class Observe(ast.NodeTransformer):
-    """Decorate every student `def` and `lambda` with the recorder's `observe`, and hand every call and arithmetic
-    result to its `seen` (which returns it unchanged); line numbers are kept."""
+    """Decorate every student `def` and `lambda` with the recorder's `observe` (when it records evaluations), and
+    hand every call and arithmetic result to its `seen` (which returns it unchanged); line numbers are kept."""
+
+    def __init__(self, decorate=True):
+        super().__init__()
+        self.decorate = decorate
 
     def visit_FunctionDef(self, node):
         self.generic_visit(node)
+        if not self.decorate:
+            return node
         decorator = ast.Name(id=OBSERVE_NAME, ctx=ast.Load())
         ast.copy_location(decorator, node)
         node.decorator_list.append(decorator)
@@ -71,6 +77,8 @@ class Observe(ast.NodeTransformer):
 
     def visit_Lambda(self, node):
         self.generic_visit(node)
+        if not self.decorate:
+            return node
         call = ast.Call(func=ast.Name(id=OBSERVE_NAME, ctx=ast.Load()), args=[node], keywords=[])
         ast.copy_location(call.func, node)
         return ast.copy_location(call, node)
