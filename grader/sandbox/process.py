@@ -34,7 +34,7 @@ from grader.model.job import Job
 from grader.model.limits import Limits
 from grader.sandbox.cgroups import CgroupTree, RunCgroup
 from grader.sandbox.child.cpu_wait import StretchedDeadline, Usage, group_usage, open_proc, starting_usage, tree_usage
-from grader.sandbox.isolation import RUNTIME_NAME, UIDS, Isolation, strongest_available
+from grader.sandbox.isolation import RUNTIME_NAME, UIDS, Isolation, require_isolation, strongest_available
 from grader.sandbox.scratch import make_temp_dir
 from grader.sandbox.seccomp import describe as seccomp_description
 from grader.sandbox.seccomp import filter_program
@@ -212,7 +212,7 @@ def run_job(job: Job, limits: Limits, isolation: Isolation | None = None, python
 
     `own_uid=False` keeps the grader's uid and leaves out the cgroup and syscall filter: only for trusted code
     (the reference solution warming a cache)."""
-    isolation = isolation or strongest_available()
+    isolation = isolation or require_isolation(strongest_available())   # below namespaces only when asked for
     workdir = make_temp_dir("run")
     started = time.monotonic()
     read_fd, write_fd = os.pipe()
