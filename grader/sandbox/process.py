@@ -340,17 +340,20 @@ class RunUsage:
             self.proc = open_proc()
         except OSError:
             pass
+        self.quota: int | None = None   # v1: the cpu controller's group, whose cpu.stat counts the run's throttling
         if key is not None and group is not None:
             try:
                 self.group = os.open(group.paths[key], os.O_RDONLY | os.O_DIRECTORY)
+                if group.quota_by is not None:
+                    self.quota = os.open(group.paths[group.quota_by], os.O_RDONLY | os.O_DIRECTORY)
             except OSError:
-                self.group = None
+                pass
 
     def start(self) -> Usage:
         return starting_usage(self.proc)
 
     def measure(self) -> Usage:
-        measured = group_usage(self.group, self.proc) if self.group is not None else None
+        measured = group_usage(self.group, self.proc, self.quota) if self.group is not None else None
         return measured or tree_usage(self.root, self.proc)
 
     def cpu_seconds(self) -> float | None:
@@ -362,7 +365,7 @@ class RunUsage:
         return self
 
     def __exit__(self, *exc) -> None:
-        for fd in (self.proc, self.group):
+        for fd in (self.proc, self.group, self.quota):
             if fd is not None:
                 os.close(fd)
 
