@@ -172,7 +172,7 @@ def test_the_reference_solution_is_run_for_real_when_a_check_raises(tmp_path, fu
 # ---- the checks' budget in the grader's process (grader/grading/check_budget.py) ------------------------------
 
 def budgeted(function, cpu_seconds=1.0, memory_bytes=64 * 2**20):
-    assignment = with_check(function, needs=["n"])
+    assignment = with_check(function, scenarios=("baseline",), needs=["n"])
     limits = dataclasses.replace(assignment.limits, check_cpu_seconds=cpu_seconds, check_memory_bytes=memory_bytes)
     return dataclasses.replace(assignment, limits=limits)
 
@@ -189,7 +189,7 @@ def test_a_check_that_loops_on_one_records_values_fails_that_record_and_the_hone
     assignment = budgeted(check)
     started = time.monotonic()
     (looping,) = run_checks(assignment, student(n=10**12), ORACLES, reference=reference(n=10))
-    assert time.monotonic() - started < 6, "the loop was not stopped at its budget"
+    assert time.monotonic() - started < 20, "the loop was not stopped at its budget"
     assert looping.score == 0 and not looping.excused
     assert looping.feedback.startswith("This check was stopped on your values: it used more than 1 CPU-seconds")
     assert "`n`" in looping.feedback and "overran its budget" in looping.grader_error
