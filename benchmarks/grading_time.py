@@ -30,7 +30,7 @@ from grader.common.user_cache import use_cache_dir  # noqa: E402
 from grader.config.assignment import load  # noqa: E402
 from grader.grading.reference import reference_facts  # noqa: E402
 from grader.runs.runners import ServerStart  # noqa: E402
-from grader.sandbox.isolation import Bubblewrap, ProcessGroup, Unshare  # noqa: E402
+from grader.sandbox.isolation import Bubblewrap, ProcessGroup, Unshare, allow_weak_isolation  # noqa: E402
 
 STRATEGIES = {"fork-server": Bubblewrap, "bubblewrap": Bubblewrap, "unshare": Unshare, "process-group": ProcessGroup}
 
@@ -75,6 +75,7 @@ def main() -> None:
         for round_, (strategy, workers) in enumerate([(s, w) for s in args.isolation for w in args.workers]):
             isolation = STRATEGIES[strategy]()
             grader.sandbox.process.strongest_available = lambda isolation=isolation: isolation
+            allow_weak_isolation(not isolation.has_namespaces)   # process-group: asked for by name, as an instructor would
             grader.grading.warm_up.ServerStart = ServerStart if strategy == "fork-server" else NoForkServer
             out = Path(scratch) / f"out-{round_}-{strategy}-{workers}"
             started = time.perf_counter()

@@ -189,3 +189,72 @@ def test_the_reference_keeps_full_marks_on_a_busy_machine_with_tight_limits():
     assert record["score"] == record["max_score"], [c["feedback"] for c in record["checks"] if c["score"] < c["max_score"]]
     assert max(run["seconds"] for run in runs.values()) > tight.limits.wall_seconds, runs   # it needed the allowance
     assert any(run.get("cpu_wait_allowance_seconds", 0) > 0 for run in runs.values()), runs
+
+
+def test_time_throttled_against_its_own_quota_earns_nothing():
+    """A run whose processes burst together exhaust its own CPU quota (cpu.max): the kernel counts the throttle as
+    "full" pressure, which is the run's own doing. Before: 9 s of it were credited; now what others caused only."""
+    throttled = Usage(cpu_seconds=1.0, waited_seconds=9.0, machine_busy_seconds=BUSY, throttled_seconds=9.0)
+    assert allowance(10.0, throttled, cap=60) == 0.0
+    assert allowance(10.0, throttled._replace(throttled_seconds=0.0), cap=60) == 9.0        # what it used to earn
+    # Kept waiting 3 s by others, besides 5 s throttled against itself: the 3 s are still given.
+    assert allowance(10.0, Usage(1.0, 8.0, BUSY, throttled_seconds=5.0), cap=60) == pytest.approx(3.0)
+    # Throttle summed over several CPUs can exceed the wall time: the run earns nothing, never less than nothing.
+    assert allowance(10.0, Usage(1.0, 8.0, BUSY, throttled_seconds=18.0), cap=60) == 0.0
+
+
+def test_cpu_stat_throttling_is_read_in_both_hierarchies():
+    from grader.sandbox.child.cpu_wait import throttled
+
+    assert throttled({"usage_usec": "5", "throttled_usec": "2500000"}) == 2.5                  # v2
+    assert throttled({"nr_throttled": "3", "throttled_time": "1500000000"}) == 1.5            # v1, nanoseconds
+    assert throttled({"usage_usec": "5"}) == 0.0                                              # no cpu controller
+
+
+BURNERS = """
+import os
+for _ in range(3):
+    if os.fork() == 0:
+        break
+print('ready', flush=True)
+while True:
+    pass
+"""
+
+
+def test_a_run_throttled_by_its_own_quota_on_a_real_cgroup_earns_nothing():
+    """Four busy processes in a group held to a tenth of a CPU: the kernel reports seconds of "full" pressure for
+    the group, all of it throttling; the allowance counts none of it."""
+    from grader.model.limits import Limits
+    from grader.sandbox.process import RunUsage, enter_cgroup, shared_tree
+
+    tree = shared_tree()
+    group = tree.run_group(Limits()) if tree is not None else None
+    if group is None or group.measured_by is None:
+        pytest.skip("no cgroup on a unified hierarchy here")
+    try:
+        if group.version == 2:
+            (group.paths["cpu"] / "cpu.max").write_text("10000 100000")
+        else:
+            (group.paths["cpu"] / "cpu.cfs_quota_us").write_text("10000")
+        process = subprocess.Popen(enter_cgroup(group) + [sys.executable, "-c", BURNERS], stdout=subprocess.PIPE,
+                                   text=True)
+        try:
+            assert process.stdout is not None and process.stdout.readline() == "ready\n"
+            with RunUsage(process.pid, group) as usage:
+                before, started = usage.measure(), time.monotonic()
+                time.sleep(3.0)
+                after, elapsed = usage.measure(), time.monotonic() - started
+        finally:
+            process.kill()
+            process.wait()
+    finally:
+        tree.release(group)
+    since = Usage(*(a - b for a, b in zip(after, before)))
+    print("over", round(elapsed, 2), "s: full pressure", round(since.waited_seconds, 2), "s, throttled",
+          round(since.throttled_seconds, 2), "s, CPU", round(since.cpu_seconds, 2), "s")
+    assert since.waited_seconds > 1.5, "the group was not held: the test means nothing"
+    assert since.throttled_seconds > 1.5
+    assert allowance(elapsed, since._replace(throttled_seconds=0.0), cap=60) > 1.0 or since.cpu_seconds < 0.15, \
+        "without the throttled time the run would have earned seconds"
+    assert allowance(elapsed, since, cap=60) < 0.5

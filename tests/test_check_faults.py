@@ -167,3 +167,52 @@ def test_the_reference_solution_is_run_for_real_when_a_check_raises(tmp_path, fu
         assert check["score"] == 0 and "charged to the submission" in record["check_errors"]["area.value"]
         assert "(the reference solution's values do not)" in check["feedback"]
         assert not any("failed on its own" in m for m in record["messages"])
+
+
+# ---- the checks' budget in the grader's process (grader/grading/check_budget.py) ------------------------------
+
+def budgeted(function, cpu_seconds=1.0, memory_bytes=64 * 2**20):
+    assignment = with_check(function, scenarios=("baseline",), needs=["n"])
+    limits = dataclasses.replace(assignment.limits, check_cpu_seconds=cpu_seconds, check_memory_bytes=memory_bytes)
+    return dataclasses.replace(assignment, limits=limits)
+
+
+def test_a_check_that_loops_on_one_records_values_fails_that_record_and_the_honest_one_grades():
+    import time
+
+    def check(run, oracle, settings):   # a loop as long as the value it is given: the submission's 10**12
+        total = 0
+        for i in range(int(run["n"])):
+            total += i
+        return "ok"
+
+    assignment = budgeted(check)
+    started = time.monotonic()
+    (looping,) = run_checks(assignment, student(n=10**12), ORACLES, reference=reference(n=10))
+    assert time.monotonic() - started < 20, "the loop was not stopped at its budget"
+    assert looping.score == 0 and not looping.excused
+    assert looping.feedback.startswith("This check was stopped on your values: it used more than 1 CPU-seconds")
+    assert "`n`" in looping.feedback and "overran its budget" in looping.grader_error
+    (honest,) = run_checks(assignment, student(n=10), ORACLES, reference=reference(n=10))
+    assert honest.score == honest.max_score == 5 and honest.feedback == "ok"
+
+
+def test_a_check_that_allocates_on_one_records_values_fails_that_record_and_the_honest_one_grades():
+    def check(run, oracle, settings):   # keeps 1 MiB blocks for as many as the value says: 200 GiB for the liar
+        blocks = [bytearray(2**20) for _ in range(int(run["n"]))]
+        return f"ok ({len(blocks)})"
+
+    assignment = budgeted(check, cpu_seconds=30)
+    (greedy,) = run_checks(assignment, student(n=200 * 1024), ORACLES, reference=reference(n=4))
+    assert greedy.score == 0 and not greedy.excused
+    assert "This check was stopped on your values: it needed more than 64 MiB of memory" in greedy.feedback
+    (honest,) = run_checks(assignment, student(n=4), ORACLES, reference=reference(n=4))
+    assert honest.score == 5 and honest.feedback == "ok (4)"
+
+
+def test_a_memory_error_is_charged_never_excused_even_where_the_reference_raises_alike():
+    def check(run, oracle, settings):
+        raise MemoryError("a check that cannot get its memory")
+
+    (result,) = run_checks(budgeted(check), student(n=1), ORACLES, reference=reference(n=1))
+    assert result.score == 0 and not result.excused and "ran out of memory" in result.feedback

@@ -22,6 +22,7 @@ from grader.cli.trial import trial_grading
 from grader.common.user_cache import CACHE_DIR_ENV, use_cache_dir
 from grader.config.assignment import ConfigError, available, find_root, load
 from grader.outputs.summary import summary_table
+from grader.sandbox.isolation import WEAK_OPTION_HELP, WeakIsolation, isolation_for_command
 from grader.student.terminal import add_check_arguments, check_command
 
 
@@ -40,6 +41,7 @@ def main(argv: list[str] | None = None) -> int:
     grade_cmd.add_argument("--variant-seed", type=int, default=None, help="fix the variant scenario's seed (default: random)")
     grade_cmd.add_argument("--roster", type=Path, help="a Canvas gradebook export (CSV) whose students fill canvas.csv")
     grade_cmd.add_argument("--cache-dir", type=Path, help=CACHE_HELP)
+    grade_cmd.add_argument("--allow-weak-isolation", action="store_true", help=WEAK_OPTION_HELP)
     add_similarity_options(grade_cmd, on_grade=True)
 
     similar_cmd = commands.add_parser("similar", help="the instructor's similarity report of a results folder, "
@@ -72,6 +74,7 @@ def main(argv: list[str] | None = None) -> int:
                               help="assignment id, or the path of an assignment folder (default: the only one under assignments/)")
     validate_cmd.add_argument("--root", type=Path, help="project root holding assignments/ (default: found from the current folder)")
     validate_cmd.add_argument("--cache-dir", type=Path, help=CACHE_HELP)
+    validate_cmd.add_argument("--allow-weak-isolation", action="store_true", help=WEAK_OPTION_HELP)
 
     args = parser.parse_args(argv)
     if getattr(args, "cache_dir", None):
@@ -91,6 +94,12 @@ def main(argv: list[str] | None = None) -> int:
             return 1
         print(f"grader: {error}", file=sys.stderr)
         return 2
+    if args.command in ("validate", "grade"):   # `check` does the same in check_command (the student wheel's too)
+        try:
+            print(isolation_for_command(args.allow_weak_isolation), file=sys.stderr, flush=True)
+        except WeakIsolation as error:
+            print(f"grader: {error}", file=sys.stderr)
+            return 2
     if args.command == "validate":
         return trial_grading(assignment)
     if args.command == "grade":

@@ -45,7 +45,7 @@ GROUP_KEYS = ("points", "title")
 CHECK_KEYS = ("id", "title", "group", "points", "visibility", "scenarios", "function", "needs")
 CHECK_REQUIRED = ("id", "group", "points", "function")
 REPORT_KEYS = ("figure",)
-LMS_KEYS = ("canvas_assignment_id", "canvas_assignment_name", "otter")
+LMS_KEYS = ("canvas_assignment_id", "canvas_assignment_name", "otter", "allow_weak_isolation")
 
 
 class ConfigError(Exception):
@@ -296,6 +296,8 @@ def _small_table_problems(config: dict, contract: list[str]) -> list[str]:
     problems += _unknown_keys(lms, LMS_KEYS, "[lms]")
     if not isinstance(lms.get("otter", {}), dict):
         problems.append("[lms] otter must be a table [lms.otter] of otter options")
+    if not isinstance(lms.get("allow_weak_isolation", False), bool):
+        problems.append("[lms] allow_weak_isolation: true or false (grade on an LMS host without namespaces)")
     return problems
 
 

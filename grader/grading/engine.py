@@ -13,6 +13,10 @@ traceback goes to the instructor. Otherwise the student's values led the check t
 may earn an excuse: the check fails with a plain sentence, and the instructor still gets the traceback
 (`CheckResult.grader_error`, the record's `check_errors`) to judge whether the check should read such values.
 Where the reference's run is not at hand (a student bundle ships no solution) the same holds: no excuse.
+
+Each call of a check runs under a budget of CPU time and memory growth (`check_budget.py`, [limits]
+check_cpu_seconds and check_memory_bytes), one record's checks at a time. A check that overruns it, or runs out
+of memory, on a record's values fails for that record with a sentence saying so; it is never excused.
 """
 
 from __future__ import annotations
@@ -26,7 +30,9 @@ from typing import Any
 
 from grader.common.text import clip
 from grader.config.assignment import Assignment, CheckSpec
+from grader.grading.check_budget import RECORD_LOCK, Budget
 from grader.intake.regions import RegionLines, region_lines
+from grader.model.limits import Limits
 from grader.model.verdicts import passed
 from grader.runs.evidence import Evaluation, Sighting
 from grader.runs.places import failure_place
@@ -272,34 +278,58 @@ def run_checks(assignment: Assignment, snapshots: dict[str, Snapshot], oracles: 
         return reference_views[scenario]
 
     faults = grader_faults(snapshots)
+    limits = assignment.limits
     results = []
-    for spec in assignment.checks:
-        function = assignment.check_function(spec.function)
-        outcomes, bugs, charged = [], {}, {}
-        for scenario in spec.scenarios:
-            try:
-                fraction, feedback = evaluate(function, spec, views[scenario], oracles[scenario], assignment.settings)
-            except CheckBug as bug:
-                fraction, feedback = 0.0, ""
-                on_reference = reference_view(scenario)
-                if on_reference is not None and _raises_alike(function, spec, on_reference, oracles[scenario],
-                                                              assignment.settings, bug):
-                    bugs[scenario] = bug
-                else:
-                    charged[scenario] = bug
-                    feedback = _charged_feedback(spec, bug, on_reference is not None)
-            outcomes.append((scenario, fraction, feedback))
-        results.append(_combine(assignment, spec, outcomes, snapshots, faults, bugs, charged))
+    with RECORD_LOCK:   # one record's checks at a time: the memory a check adds is its own (check_budget.py)
+        for spec in assignment.checks:
+            function = assignment.check_function(spec.function)
+            outcomes, bugs, charged = [], {}, {}
+            for scenario in spec.scenarios:
+                fraction, feedback, bug = 0.0, "", None
+                with Budget(limits.check_cpu_seconds, limits.check_memory_bytes) as budget:
+                    try:
+                        fraction, feedback = evaluate(function, spec, views[scenario], oracles[scenario],
+                                                      assignment.settings)
+                    except CheckBug as caught:
+                        bug = caught
+                overrun = budget.reason or ("it ran out of memory" if bug is not None and bug.kind == "MemoryError"
+                                            else "")
+                if overrun:   # the record's values took the check there: charged, never excused
+                    fraction, feedback = 0.0, _overrun_feedback(spec, overrun)
+                    charged[scenario] = CheckBug(f"{spec.function} overran its budget on this record's {scenario} "
+                                                 f"run: {overrun}", bug.trace if bug else "", "CheckOverrun")
+                elif bug is not None:
+                    on_reference = reference_view(scenario)
+                    if on_reference is not None and _raises_alike(function, spec, on_reference, oracles[scenario],
+                                                                  assignment.settings, bug, limits):
+                        bugs[scenario] = bug
+                    else:
+                        charged[scenario] = bug
+                        feedback = _charged_feedback(spec, bug, on_reference is not None)
+                outcomes.append((scenario, fraction, feedback))
+            results.append(_combine(assignment, spec, outcomes, snapshots, faults, bugs, charged))
     return results
 
 
-def _raises_alike(function, spec: CheckSpec, view: RunView, oracle: Any, settings: Any, bug: CheckBug) -> bool:
-    """The check raises the same exception at the same place on the reference solution's run."""
-    try:
-        evaluate(function, spec, view, oracle, settings)
-    except CheckBug as other:
-        return other.signature == bug.signature
-    return False
+def _raises_alike(function, spec: CheckSpec, view: RunView, oracle: Any, settings: Any, bug: CheckBug,
+                  limits: Limits) -> bool:
+    """The check raises the same exception at the same place on the reference solution's run (within its budget:
+    a reference run that overruns it raises nothing alike)."""
+    alike = False
+    with Budget(limits.check_cpu_seconds, limits.check_memory_bytes) as budget:
+        try:
+            evaluate(function, spec, view, oracle, settings)
+        except CheckBug as other:
+            alike = other.signature == bug.signature
+    return alike and not budget.reason
+
+
+def _overrun_feedback(spec: CheckSpec, overrun: str) -> str:
+    """What a student reads when a check stopped on their values: what ran over, and where to look."""
+    names = [name for name in spec.needs if name != "*"]
+    values = ", ".join(f"`{name}`" for name in names) if names else "the values this check reads"
+    return (f"This check was stopped on your values: {overrun}, far beyond what the exercise's values need. "
+            f"Look at the type, shape and size of {values}: they differ from what the exercise produces.")
 
 
 def _charged_feedback(spec: CheckSpec, bug: CheckBug, compared: bool) -> str:

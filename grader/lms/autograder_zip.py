@@ -141,9 +141,11 @@ def otter_options(assignment: Assignment) -> dict:
 
 def otter_config(assignment: Assignment) -> dict:
     options = otter_options(assignment)
-    plugin = {"assignment": assignment.id}
+    plugin: dict[str, object] = {"assignment": assignment.id}
     if "seed" in options:
         plugin["variant_seed"] = options["seed"]
+    if assignment.config.get("lms", {}).get("allow_weak_isolation") is True:   # an LMS host without namespaces
+        plugin["allow_weak_isolation"] = True
     return {**options, "lang": "python", "plugins": [{PLUGIN_NAME: plugin}]}
 
 

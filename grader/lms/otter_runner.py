@@ -48,6 +48,7 @@ from grader.lms.gradescope import (
 from grader.model.record import CheckRecord, Record
 from grader.model.verdicts import passed
 from grader.runs.jobs import fresh_variant_seed, scenario_seed
+from grader.sandbox.isolation import WeakIsolation, isolation_for_command
 
 PLUGIN_NAME = "grader.lms.otter_plugin.SandboxedGrader"   # as otter_config.json names it
 CACHE_FOLDER = ".grader-cache"          # under <autograder>/source: reference facts, warmed by setup.sh
@@ -135,6 +136,10 @@ class SandboxedRunner(AbstractLanguageRunner):
         settings = plugin_settings(self.ag_config) or {}
         source = Path("source").absolute()
         cache = warm_cache(source, getattr(self.ag_config, "otter_run", False))
+        try:   # below namespaces only when asked for by name ($GRADER_ALLOW_WEAK_ISOLATION, the plugin's setting)
+            print_output(isolation_for_command(bool(settings.get("allow_weak_isolation", False))))
+        except WeakIsolation as error:
+            raise _unprepared(error) from None
         try:
             assignment = load(settings.get("assignment"), source)
         except Exception as error:  # a broken autograder: details to stdout (instructor only), plain words to students

@@ -20,6 +20,8 @@ class Limits:
     channel_max_objects: int = 250_000     # JSON objects, arrays, items and members, counted before parsing
     value_max_bytes: int = 1024**2
     scratch_bytes: int = 256 * 1024**2
+    check_cpu_seconds: float = 10          # each call of a check in the grader's process (grading/check_budget.py)
+    check_memory_bytes: int = 1024**3      # ...and the memory it may add
 
     def rlimits(self) -> dict[str, int]:
         """The kernel rlimits of every student process, by `prlimit` option name (RLIMIT_<NAME>); the one list that

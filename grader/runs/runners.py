@@ -38,10 +38,11 @@ class ServerStart:
         try:
             self._server = ForkServer(compile_cache).start()
         except ForkServerError as error:
-            self._note(f"Fast runs unavailable ({error}); each run starts its own sandboxed interpreter.")
+            self._note(f"Fast runs unavailable ({error}); each run starts its own interpreter, isolated as the "
+                       "'Sandbox:' line says.")
         except Exception as error:  # noqa: BLE001 -- whatever stops the server, fresh interpreters still grade
-            self._note(f"Fast runs unavailable ({type(error).__name__}: {error}); each run starts its own sandboxed "
-                       "interpreter.")
+            self._note(f"Fast runs unavailable ({type(error).__name__}: {error}); each run starts its own "
+                       "interpreter, isolated as the 'Sandbox:' line says.")
         finally:
             self._started.set()
         if self._server is None:

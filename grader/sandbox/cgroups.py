@@ -61,6 +61,12 @@ class RunCgroup:
         """The key of `paths` whose directory has the run's `cpu.pressure` and `cpu.stat` (None: none has)."""
         return "cpu" if self.version == 2 else UNIFIED if UNIFIED in self.paths else None
 
+    @property
+    def quota_by(self) -> str | None:
+        """The key of `paths` whose cpu.stat says how long the run was throttled against its own CPU quota, where
+        that is not the `measured_by` group (v1's cpu controller); None: the measuring group says it itself."""
+        return "cpu" if self.version == 1 and self.measured_by is not None and "cpu" in self.paths else None
+
     def peak_memory_bytes(self) -> int | None:
         name = "memory.max_usage_in_bytes" if self.version == 1 else "memory.peak"
         return _read_int(self.paths["memory"] / name)

@@ -280,6 +280,8 @@ class ForkServer:
             request["cgroup_root"] = CGROUPS
             if group.measured_by is not None:   # where the supervisor measures the run's CPU time and waits
                 request["cgroup_stats"] = f"{CGROUPS}/{group.measured_by}/{group.paths[group.measured_by].name}"
+                if group.quota_by is not None:   # v1: where the run's throttling against its own CPU quota shows
+                    request["cgroup_quota"] = f"{CGROUPS}/{group.quota_by}/{group.paths[group.quota_by].name}"
         program = filter_program()
         job = {**job, "seccomp": base64.b64encode(program).decode("ascii") if program else None}
         if self.compile_cache:

@@ -12,6 +12,11 @@ Strategies, strongest first:
   says so.
 - `ProcessGroup`: rlimits and a process group only (no namespaces allowed). Every result says so loudly.
 
+Below namespaces the grader fails closed: `require_isolation` refuses (`WeakIsolation`, exit 2 at the command line)
+unless the instructor asks for it by name (`--allow-weak-isolation`, or `$GRADER_ALLOW_WEAK_ISOLATION=1` for the LMS
+path), since a student's file could then read the solutions, reach the network and signal the grader. Whatever is
+used, `reach` says in one line what a run can reach, printed before anything runs.
+
 Running as root, the child switches to a uid of its own (`setpriv`) chosen per run, so RLIMIT_NPROC is really
 enforced and counts only this run's processes, and no file outside its sandbox is writable.
 """
@@ -77,6 +82,9 @@ class Isolation:
     """Base strategy: rlimits, a process group, and (as root) a uid of the run's own."""
 
     name = "process group only (no namespaces available): student code can see and reach this machine"
+    reach = ("NOT sandboxed (no bubblewrap, no unshare): student code can read this machine's files (solutions "
+             "included), reach its network and signal its processes")
+    has_namespaces = False
     prlimit = shutil.which("prlimit")
     setpriv = shutil.which("setpriv")
     hides_files = False
@@ -146,6 +154,9 @@ class ProcessGroup(Isolation):
 
 class Unshare(Isolation):
     name = "pid, network and ipc namespaces (unshare): student code can still read this machine's files"
+    reach = ("unshare (no bubblewrap): no network and no other process, but student code can read this machine's "
+             "files (solutions included)")
+    has_namespaces = True
     unshare = shutil.which("unshare")
 
     def namespace_prefix(self, workdir: Path, limits: Limits) -> list[str]:
@@ -159,6 +170,9 @@ class Unshare(Isolation):
 class Bubblewrap(Isolation):
     name = ("bubblewrap: pid, network, ipc and mount namespaces, read-only system, "
             "grader and instructor files invisible")
+    reach = ("bubblewrap: no network, no other process, the system and Python read-only, no grader or instructor "
+             "file; only its own scratch space is writable")
+    has_namespaces = True
     bwrap = shutil.which("bwrap")
     hides_files = True
     writable: tuple[tuple[Path, str], ...] = ()
@@ -252,3 +266,52 @@ def strongest_available() -> Isolation:
         if strategy.works():
             return strategy
     return ProcessGroup()
+
+
+WEAK_ISOLATION_ENV = "GRADER_ALLOW_WEAK_ISOLATION"
+_weak_allowed = False   # set by the command line's --allow-weak-isolation, for this process
+
+
+class WeakIsolation(RuntimeError):
+    """No namespaces here and nobody asked for weak isolation by name: nothing is graded."""
+
+
+def allow_weak_isolation(allowed: bool = True) -> None:
+    """The instructor asked, by name, to grade without namespaces (`--allow-weak-isolation`)."""
+    global _weak_allowed
+    _weak_allowed = allowed
+
+
+def weak_isolation_allowed() -> bool:
+    return _weak_allowed or os.environ.get(WEAK_ISOLATION_ENV, "").strip().lower() in ("1", "true", "yes")
+
+
+def require_isolation(strategy: Isolation | None = None) -> Isolation:
+    """`strategy` (default: the strongest this machine offers) if it gives namespaces or weak isolation was asked
+    for by name; else `WeakIsolation` with why and what to install."""
+    strategy = strategy or strongest_available()
+    if strategy.has_namespaces or weak_isolation_allowed():
+        return strategy
+    raise WeakIsolation(
+        "refusing to grade: this machine offers no namespaces (neither bubblewrap nor util-linux unshare works "
+        "here), so student code would run unsandboxed and could read the solutions, reach the network and signal "
+        "the grader. Install bubblewrap (apt-get install bubblewrap; run as root for the fork server and a uid per "
+        "run), or accept weak isolation by name: --allow-weak-isolation on the command line, "
+        f"{WEAK_ISOLATION_ENV}=1 in the environment (otter, Gradescope).")
+
+
+def reach_line(strategy: Isolation | None = None) -> str:
+    """One line for the terminal, before anything runs: what a run can reach."""
+    return f"Sandbox: {(strategy or strongest_available()).reach}."
+
+
+def isolation_for_command(allow_weak: bool = False) -> str:
+    """For a command about to grade: records an explicit opt-in, then the line saying what a run can reach (raises
+    `WeakIsolation` below namespaces without an opt-in)."""
+    if allow_weak:
+        allow_weak_isolation()
+    return reach_line(require_isolation())
+
+
+WEAK_OPTION_HELP = ("grade even where no namespaces are available (no bubblewrap, no unshare): student code can then "
+                    f"read this machine's files and reach its network (also ${WEAK_ISOLATION_ENV}=1)")

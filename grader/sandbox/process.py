@@ -34,7 +34,7 @@ from grader.model.job import Job
 from grader.model.limits import Limits
 from grader.sandbox.cgroups import CgroupTree, RunCgroup
 from grader.sandbox.child.cpu_wait import StretchedDeadline, Usage, group_usage, open_proc, starting_usage, tree_usage
-from grader.sandbox.isolation import RUNTIME_NAME, UIDS, Isolation, strongest_available
+from grader.sandbox.isolation import RUNTIME_NAME, UIDS, Isolation, require_isolation, strongest_available
 from grader.sandbox.scratch import make_temp_dir
 from grader.sandbox.seccomp import describe as seccomp_description
 from grader.sandbox.seccomp import filter_program
@@ -212,7 +212,7 @@ def run_job(job: Job, limits: Limits, isolation: Isolation | None = None, python
 
     `own_uid=False` keeps the grader's uid and leaves out the cgroup and syscall filter: only for trusted code
     (the reference solution warming a cache)."""
-    isolation = isolation or strongest_available()
+    isolation = isolation or require_isolation(strongest_available())   # below namespaces only when asked for
     workdir = make_temp_dir("run")
     started = time.monotonic()
     read_fd, write_fd = os.pipe()
@@ -340,17 +340,20 @@ class RunUsage:
             self.proc = open_proc()
         except OSError:
             pass
+        self.quota: int | None = None   # v1: the cpu controller's group, whose cpu.stat counts the run's throttling
         if key is not None and group is not None:
             try:
                 self.group = os.open(group.paths[key], os.O_RDONLY | os.O_DIRECTORY)
+                if group.quota_by is not None:
+                    self.quota = os.open(group.paths[group.quota_by], os.O_RDONLY | os.O_DIRECTORY)
             except OSError:
-                self.group = None
+                pass
 
     def start(self) -> Usage:
         return starting_usage(self.proc)
 
     def measure(self) -> Usage:
-        measured = group_usage(self.group, self.proc) if self.group is not None else None
+        measured = group_usage(self.group, self.proc, self.quota) if self.group is not None else None
         return measured or tree_usage(self.root, self.proc)
 
     def cpu_seconds(self) -> float | None:
@@ -362,7 +365,7 @@ class RunUsage:
         return self
 
     def __exit__(self, *exc) -> None:
-        for fd in (self.proc, self.group):
+        for fd in (self.proc, self.group, self.quota):
             if fd is not None:
                 os.close(fd)
 

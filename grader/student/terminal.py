@@ -16,6 +16,7 @@ from grader import __version__
 from grader.config.assignment import Assignment
 from grader.config.bundle import Bundle, read_bundle
 from grader.model.verdicts import mark
+from grader.sandbox.isolation import WEAK_OPTION_HELP, WeakIsolation, isolation_for_command
 from grader.student.session import CheckError, StudentCheck, locate, run_check
 
 
@@ -25,6 +26,7 @@ def add_check_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--group", dest="group_option", metavar="GROUP", help="the same as the positional GROUP")
     parser.add_argument("--json", action="store_true", help="print the result as JSON (visible checks only)")
     parser.add_argument("--assignment", help="assignment id (default: the only one installed)")
+    parser.add_argument("--allow-weak-isolation", action="store_true", help=WEAK_OPTION_HELP)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -52,6 +54,11 @@ def check_command(assignment: Assignment, args: argparse.Namespace, bundle: Bund
     group = args.group_option or args.group
     if args.group and args.group_option and args.group != args.group_option:
         print("grader: give the group once (positional or --group)", file=sys.stderr)
+        return 2
+    try:   # below namespaces only when asked for by name; else say what a run can reach, before anything runs
+        print(isolation_for_command(getattr(args, "allow_weak_isolation", False)), file=sys.stderr, flush=True)
+    except WeakIsolation as error:
+        print(f"grader: {error}", file=sys.stderr)
         return 2
     notes: list[str] = []
     try:

@@ -12,7 +12,17 @@ The allowance is the smallest of these, each measured by the kernel, none writab
   runnable and none of them was running. Time its processes spend queueing behind each other (one of them has a
   CPU) is not counted, however many queue. Elsewhere it is the run-queue waits of all its threads added up
   (/proc/.../schedstat), which over-counts such a queue and is bounded by the others below;
-- the time the run spent off the CPU altogether (elapsed - its CPU time): while its own processes had the CPUs,
+- minus the time the run was throttled against its own CPU quota (its cgroup's cpu.max, v1 cpu.cfs_quota_us:
+  `throttled_usec`, v1 `throttled_time`, in its cgroup's cpu.stat). A throttled group has runnable threads and
+  none running, so the kernel counts the whole throttle as "full" pressure, yet nobody else caused it: a hundred
+  processes of one run bursting together exhaust the run's quota and would otherwise earn the whole allowance
+  (57-60 s in the review) while their victims earned nothing. The throttled time is subtracted rather than
+  "full" pressure being credited only while the group is not throttled: both counters are cumulative, so the
+  difference needs no sampling and nothing can happen between two samples; the kernel adds up throttled time per
+  CPU, so on several CPUs it may exceed the wall time the run was held, and then the run simply earns less (it was
+  its own doing either way). A throttle of an ancestor group (the batch, the machine's container) is not the
+  run's and still counts;
+- the time the run spent off the CPU altogether, its own throttled time left out (elapsed - its CPU time): while its own processes had the CPUs,
   its queueing behind them is its own doing;
 - the CPU time everything else on the machine used meanwhile (the machine's busy time from /proc/stat minus the
   run's own): a run cannot have been kept waiting by others for longer than others ran. Alone on a machine, a run
@@ -44,9 +54,10 @@ class Usage(NamedTuple):
     cpu_seconds: float            # the run's time on a CPU, all its threads together
     waited_seconds: float         # wall time the run was kept from every CPU while it had work (see above)
     machine_busy_seconds: float   # CPU time of everything on the machine, the run included (/proc/stat)
+    throttled_seconds: float = 0.0   # time its cgroup was throttled against its own CPU quota (cpu.stat)
 
 
-NOTHING = Usage(0.0, 0.0, 0.0)
+NOTHING = Usage(0.0, 0.0, 0.0, 0.0)
 
 
 def _read(path, proc):
@@ -88,17 +99,30 @@ def machine_busy(proc):
         return 0.0
 
 
-def group_usage(group, proc):
+def _cpu_stat(group):
+    return dict(line.split(None, 1) for line in _read("cpu.stat", group).splitlines() if " " in line)
+
+
+def throttled(stat):
+    """Seconds a cgroup was throttled against its own CPU quota, from its cpu.stat (v2 `throttled_usec`, v1
+    `throttled_time` in nanoseconds); 0 where it has no quota or the controller does not say."""
+    usec, nsec = stat.get("throttled_usec", "").strip(), stat.get("throttled_time", "").strip()
+    return int(usec) / 1e6 if usec.isdigit() else int(nsec) / 1e9 if nsec.isdigit() else 0.0
+
+
+def group_usage(group, proc, quota=None):
     """The usage of a run measured by its cgroup on the unified hierarchy: `group` is a directory fd of it, opened
-    before the run starts (the fork server's run unmounts the cgroup file system from its view)."""
+    before the run starts (the fork server's run unmounts the cgroup file system from its view). `quota`: a
+    directory fd of the group holding its CPU quota where that is another one (v1's cpu controller), else None."""
     lines = [line.split() for line in _read("cpu.pressure", group).splitlines()]   # full avg10=.. .. total=US
     full = next((fields for fields in lines if fields[:1] == ["full"]), [])
-    stat = dict(line.split(None, 1) for line in _read("cpu.stat", group).splitlines() if " " in line)
+    stat = _cpu_stat(group)
     waited = full[-1][len("total="):] if full and full[-1].startswith("total=") else ""
     cpu = stat.get("usage_usec", "").strip()
     if not (waited.isdigit() and cpu.isdigit()):
         return None
-    return Usage(int(cpu) / 1e6, int(waited) / 1e6, machine_busy(proc))
+    own_quota = throttled(_cpu_stat(quota) if quota is not None else stat)
+    return Usage(int(cpu) / 1e6, int(waited) / 1e6, machine_busy(proc), own_quota)
 
 
 def _waited(pid, proc):
@@ -186,10 +210,12 @@ def starting_usage(proc=None):
 
 
 def allowance(elapsed, usage, cap):
-    """Seconds to add to a limit: the time waited, bounded by the time spent off the CPU, by the CPU time everything
-    else used, by WAIT_PER_CPU_SECOND per CPU-second of the run's own, and by `cap`."""
+    """Seconds to add to a limit: the time waited less the time throttled against its own quota, bounded by the time
+    spent off the CPU (less that throttle too), by the CPU time everything else used, by WAIT_PER_CPU_SECOND per
+    CPU-second of the run's own, and by `cap`."""
     others = usage.machine_busy_seconds - usage.cpu_seconds
-    return max(0.0, min(usage.waited_seconds, elapsed - usage.cpu_seconds, others,
+    return max(0.0, min(usage.waited_seconds - usage.throttled_seconds,
+                        elapsed - usage.cpu_seconds - usage.throttled_seconds, others,
                         WAIT_PER_CPU_SECOND * usage.cpu_seconds, cap))
 
 

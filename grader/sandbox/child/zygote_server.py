@@ -109,9 +109,10 @@ def join_cgroup(request):
                 pass
 
 
-def open_stats(request):
-    """A directory fd of the run's cgroup that measures its CPU time and CPU pressure, or None."""
-    path = request.get("cgroup_stats")
+def open_stats(request, key="cgroup_stats"):
+    """A directory fd of the run's cgroup that measures its CPU time and CPU pressure (`cgroup_quota`: the v1 group
+    that counts its throttling against its own CPU quota), or None."""
+    path = request.get(key)
     if not path:
         return None
     try:
@@ -202,6 +203,7 @@ def supervise(request, fds):
         isolate_supervisor(request)
         proc = open_proc()   # this namespace's /proc, still readable after the run mounts its own over it
         stats = open_stats(request)   # the run's cgroup on the unified hierarchy, still readable after it unmounts it
+        quota = open_stats(request, "cgroup_quota")
         pid = os.fork()
         if pid == 0:
             try:
@@ -214,7 +216,8 @@ def supervise(request, fds):
             os.close(fd)
         limits = request["limits"]
         wall = StretchedDeadline(limits["wall_seconds"], limits.get("cpu_wait_allowance_seconds", 0),
-                                 lambda: (group_usage(stats, proc) if stats is not None else None) or tree_usage(pid, proc),
+                                 lambda: (group_usage(stats, proc, quota) if stats is not None else None)
+                                 or tree_usage(pid, proc),
                                  start=starting_usage(proc))
         while True:
             done, status = os.waitpid(pid, os.WNOHANG)

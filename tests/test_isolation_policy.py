@@ -1,0 +1,117 @@
+"""Below namespaces the grader fails closed (grader/sandbox/isolation.py): `grader grade`, `grader check`, the
+otter/Gradescope runner and every run refuse unless weak isolation is asked for by name, and each command says on
+the terminal, before anything runs, what a run can reach.
+
+A machine without bubblewrap and unshare is simulated by making the strongest strategy `ProcessGroup`; nothing
+here starts JAX."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+import grader.sandbox.isolation as isolation
+import grader.sandbox.process as process
+from grader.cli.main import main
+from grader.sandbox.isolation import (
+    WEAK_ISOLATION_ENV,
+    Bubblewrap,
+    ProcessGroup,
+    Unshare,
+    WeakIsolation,
+    require_isolation,
+)
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture
+def no_namespaces(monkeypatch):
+    """This machine as one without bubblewrap or unshare, and with no opt-in yet."""
+    monkeypatch.setattr(isolation, "strongest_available", ProcessGroup)
+    monkeypatch.setattr(process, "strongest_available", ProcessGroup)
+    monkeypatch.delenv(WEAK_ISOLATION_ENV, raising=False)
+    monkeypatch.setattr(isolation, "_weak_allowed", False)
+
+
+def one_submission(tmp_path: Path) -> Path:
+    folder = tmp_path / "submissions"
+    folder.mkdir()
+    (folder / "alice.py").write_text("print('hello')\n")
+    return folder
+
+
+def test_namespaces_are_used_without_asking(monkeypatch):
+    monkeypatch.delenv(WEAK_ISOLATION_ENV, raising=False)
+    monkeypatch.setattr(isolation, "_weak_allowed", False)
+    assert isinstance(require_isolation(Bubblewrap()), Bubblewrap)
+    assert isinstance(require_isolation(Unshare()), Unshare)
+
+
+def test_below_namespaces_nothing_runs_unless_asked_for_by_name(no_namespaces, monkeypatch):
+    with pytest.raises(WeakIsolation, match="bubblewrap") as refused:
+        require_isolation()
+    assert "--allow-weak-isolation" in str(refused.value) and WEAK_ISOLATION_ENV in str(refused.value)
+    with pytest.raises(WeakIsolation):     # the bottom layer refuses too: no entry point can forget to ask
+        process.run_job({"source": "x = 1\n"}, process.Limits())
+    monkeypatch.setenv(WEAK_ISOLATION_ENV, "1")
+    assert isinstance(require_isolation(), ProcessGroup)
+
+
+def test_grade_refuses_with_exit_2_and_writes_nothing(no_namespaces, tmp_path, capsys):
+    folder, out = one_submission(tmp_path), tmp_path / "results"
+    code = main(["grade", str(folder), "--out", str(out), "--root", str(ROOT), "--assignment", "performance-05"])
+    err = capsys.readouterr().err
+    assert code == 2 and "refusing to grade" in err and "apt-get install bubblewrap" in err
+    assert not out.exists()
+
+
+def test_check_refuses_with_exit_2(no_namespaces, tmp_path, capsys):
+    submission = one_submission(tmp_path) / "alice.py"
+    code = main(["check", str(submission), "--root", str(ROOT), "--assignment", "performance-05"])
+    captured = capsys.readouterr()
+    assert code == 2 and "refusing to grade" in captured.err and captured.out == ""
+
+
+def test_the_opt_in_is_taken_and_the_terminal_says_the_run_is_not_sandboxed(no_namespaces, tmp_path, capsys):
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    code = main(["grade", str(empty), "--out", str(tmp_path / "results"), "--root", str(ROOT),
+                 "--assignment", "performance-05", "--allow-weak-isolation"])
+    err = capsys.readouterr().err
+    assert code == 2 and "no submissions" in err      # it went on: the empty folder stopped it, not the sandbox
+    first = err.splitlines()[0]
+    assert first.startswith("Sandbox: NOT sandboxed") and "read this machine's files" in first
+
+
+def test_the_terminal_says_what_a_run_can_reach_before_anything_runs(tmp_path, capsys):
+    assert isinstance(isolation.strongest_available(), Bubblewrap), "bubblewrap is part of the setup here"
+    code = main(["grade", str(tmp_path / "missing"), "--root", str(ROOT), "--assignment", "performance-05"])
+    first = capsys.readouterr().err.splitlines()[0]
+    assert code == 2 and first.startswith("Sandbox: bubblewrap: no network") and "no grader or instructor file" in first
+
+
+def test_the_lms_runner_refuses_unless_the_assignment_or_the_environment_allows(no_namespaces, tmp_path, monkeypatch):
+    from otter.run.run_autograder.utils import OtterRuntimeError
+
+    from grader.lms.autograder_zip import PLUGIN_NAME, otter_config
+    from grader.lms.otter_runner import sandboxed_runner
+
+    monkeypatch.chdir(tmp_path)
+    runner = sandboxed_runner({"plugins": [{PLUGIN_NAME: {"assignment": "performance-05"}}]})
+    assert runner is not None
+    with pytest.raises(OtterRuntimeError, match="could not prepare"):
+        runner.run()
+    # The instructor's opt-in travels in the zip's otter_config.json: [lms] allow_weak_isolation = true
+    from dataclasses import replace
+
+    from grader.config.assignment import load
+    assignment = load("performance-05", ROOT)
+    allowed = replace(assignment, config={**assignment.config, "lms": {**assignment.config.get("lms", {}),
+                                                                       "allow_weak_isolation": True}})
+    [plugin] = otter_config(allowed)["plugins"]
+    assert plugin[PLUGIN_NAME]["allow_weak_isolation"] is True
+    assert "allow_weak_isolation" not in otter_config(assignment)["plugins"][0][PLUGIN_NAME]
+    assert os.environ.get(WEAK_ISOLATION_ENV) is None
