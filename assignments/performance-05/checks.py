@@ -21,7 +21,7 @@ import re
 
 import numpy as np
 
-from grader.api.methods import relative_error, vectors
+from grader.api.methods import vectors
 from grader.api.values import (
     as_number,
     as_vector,
@@ -53,6 +53,9 @@ def inputs_are_the_lessons(run, oracle, settings):
 def cotangent_matches_recurrence(run, oracle, settings):
     cotangent = as_vector(run["cotangent"], "`cotangent`", settings.width)
     ok, worst = close_vectors(cotangent, oracle.gradient, settings.gradient_rtol, settings.gradient_atol_scale)
+    # within the lesson's own assertion (rtol and atol) counts too: a gradient the lesson itself accepts
+    ok = ok or bool(np.all(np.abs(cotangent - oracle.gradient)
+                           <= settings.lesson_gradient_rtol * np.abs(oracle.gradient) + settings.lesson_gradient_atol))
     assert ok, (f"`cotangent` does not match the reverse recurrence x̄ = Wᵀ(h̄ ⊙ (1 − h²)) started from 2·h₄: its largest "
                 f"difference is {worst:.2g} of the gradient's largest entry. Check the loop runs from layer 4 down to 1 and uses each layer's output.")
     return "`cotangent` matches the float64 reverse recurrence."

@@ -397,8 +397,7 @@ def size_nudges(seed: int, batch_seed: int, scenario: str, settings: Any) -> Nud
         dh.append((1.0 - h[i] ** 2) * (w @ dh[-1]))
     center, path = h[-1] ** 2, 2.0 * h[-1] * dh[-1]
     scale = _value_budget(float(gradient(w, x, rules).sum()), settings) * rng.uniform(0.9, 1.0) * rng.choice([-1.0, 1.0])
-    change = ValueChange(center, path, scale, 4.0 * settings.eps_max, 0.5)
-    rules = Rules(terms, curvature, extra, change)
+    rules = Rules(terms, curvature, extra, ValueChange(center, path, scale, 4.0 * settings.eps_max, 0.5))
     lesson_step = 1e-3
     signal = abs(central_difference(w, x, np.ones(WIDTH), lesson_step, rules)
                  - central_difference(w, x, np.ones(WIDTH), lesson_step))

@@ -151,7 +151,6 @@ def nudge_derivative_rules(slope_terms, tanh_curvature, checkpoint_curvature, **
     import weakref
 
     import jax
-    import jax.numpy as jnp
     from jax import lax
     from jax._src import ad_checkpoint, core, source_info_util, traceback_util
     from jax._src.interpreters import ad, batching, mlir

@@ -100,26 +100,31 @@ class Provenance:
         anchor = None
         if rule.startswith("as_of ") and name not in _resolving:
             anchor = self.binding(rule[len("as_of "):], _resolving | {name})
-        if anchor is not None:
-            # as it stood when the anchor was made: a rebinding after it (even inside the region) is not graded
-            history = [entry for entry in history if entry[0] <= anchor.stmt] or history
-        chosen = self._in_region(name, history, rule)
-        if chosen is None and anchor is not None:
-            chosen = history[-1] if history[-1][1] is not None else last
+        inside = self._in_region(name, history)
+        chosen = None
+        if inside and anchor is not None:
+            # as the exercise had it when the anchor was made (a rebinding after it, even inside the region, is
+            # not graded); the exercise's own binding when it set the name only after the anchor
+            earlier = [entry for entry in inside if entry[0] <= anchor.stmt]
+            chosen = earlier[-1] if earlier else inside[0]
+        elif inside:
+            chosen = _choose(rule if rule in ("last number", "last vector") else "last", inside)
+        elif anchor is not None:
+            earlier = [entry for entry in history if entry[0] <= anchor.stmt]
+            chosen = earlier[-1] if earlier else last
         if chosen is None:
             chosen = _choose(rule, history) or last
         binding = Binding(name, chosen[0], chosen[1], last[0])
         self._bindings[name] = binding
         return binding
 
-    def _in_region(self, name: str, history: list[tuple[int, Any]], rule: str) -> tuple[int, Any] | None:
-        """The name as its exercise region leaves it, when a statement inside the region bound it."""
+    def _in_region(self, name: str, history: list[tuple[int, Any]]) -> list[tuple[int, Any]]:
+        """The bindings of `name` made by statements inside its exercise region, in order."""
         region = self.exercise_bindings.get(name)
         spans = self.regions.get(region, []) if region else []
         if not spans:
-            return None
-        inside = [entry for entry in history if self._statement_inside(entry[0], spans)]
-        return _choose(rule if rule in ("last number", "last vector") else "last", inside)
+            return []
+        return [entry for entry in history if entry[1] is not None and self._statement_inside(entry[0], spans)]
 
     def _statement_inside(self, stmt: int, spans: list[RegionLines]) -> bool:
         statement = self.snapshot.statement(stmt)
