@@ -846,9 +846,11 @@ def test_exact_slope_fails_automatic_in_the_variant(assignment, oracles, base_ev
     assert automatic_check(assignment, oracles, replace(base_events, "automatic", baseline_exact))[0] == 1
 
 
-@pytest.mark.parametrize("scenario", ["baseline", "variant"])
+@pytest.mark.parametrize("scenario", ["variant"])
 def test_a_central_difference_fails_automatic(assignment, oracles, base_events, variant_events, scenario):
-    """`automatic = finite` (or `finite if allclose(finite, slope) else nan`): a difference quotient."""
+    """`automatic = finite` (or `finite if allclose(finite, slope) else nan`): a difference quotient. The variant
+    tells it from autodiff (the baseline, where JAX's rules are its own and its jet rule is looser in float32,
+    judges the value only)."""
     events = base_events if scenario == "baseline" else variant_events
     oracle = oracles[scenario]
     for eps in (1e-3, 1e-2):

@@ -311,7 +311,8 @@ def automatic_is_gradient_dot_ones(run, oracle, settings):
     automatic = as_number(run["automatic"], "`automatic`")
     assert math.isfinite(automatic), f"`automatic` is {automatic!r}; the directional derivative is a finite number."
     gradient = oracle.autodiff_gradient
-    tolerance = settings.automatic_tolerance * float(np.sum(np.abs(gradient)))
+    share = settings.automatic_tolerance if oracle.derivatives_changed else settings.automatic_tolerance_jax_rules
+    tolerance = share * float(np.sum(np.abs(gradient)))
     expected = float(gradient.sum())
     if abs(automatic - expected) <= tolerance:
         return "`automatic` is JAX's autodiff of the objective, dotted with the all-ones direction."
@@ -371,17 +372,37 @@ def finite_is_central_difference(run, oracle, settings):
     assert math.isfinite(eps) and eps > 0, f"`eps` should be a positive step; found {eps!r}."
     assert math.isfinite(finite), f"`finite` is {finite!r}; a central difference of a finite objective is a finite number."
     honest = oracle.central_differences(eps)
-    precisions = (("float64", settings.finite_noise_float64, DOUBLE), ("float32", settings.finite_noise_float32, SINGLE))
-    for name, units, unit in precisions:
+    unconfirmed = None
+    for name, units, unit in (("float64", settings.finite_noise_float64, DOUBLE), ("float32", settings.finite_noise_float32, SINGLE)):
         if _closest(finite, honest) > oracle.finite_noise(eps, units, unit):
             continue
         if not oracle.values_changed or oracle.finite_separation(eps, settings, unit) >= settings.separation:
             return f"`finite` is the central difference of the objective's values at x ± {eps:g}·v."
+        unconfirmed = name
+        break
+    written = _written_down(oracle, finite)
+    if written:
+        raise AssertionError(written)
+    if unconfirmed:
         raise AssertionError(
-            f"At eps = {eps:g}, {name} rounding of the objective's two values is larger than what tells a central "
+            f"At eps = {eps:g}, {unconfirmed} rounding of the objective's two values is larger than what tells a central "
             "difference from the exact slope here, so your `finite` cannot be confirmed as a central difference of "
             f"the objective. Use a step between {settings.eps_min:g} and {settings.eps_max:g} (or compute in float64).")
     raise AssertionError(_finite_diagnosis(run, oracle, settings, finite, eps, honest))
+
+
+def _written_down(oracle, finite):
+    """When `finite` is, to its last digits, a slope that needs no evaluation (and the run changes what evaluating
+    returns, so a central difference is not that slope): say which, else None."""
+    if not oracle.values_changed:
+        return None
+    for label, value in oracle.slopes().items():
+        if abs(finite - value) <= 2 * SINGLE * abs(value):
+            return (f"`finite` = {fmt(finite)} equals {label}, not a central difference of the objective's values in "
+                    "this run: the grader's variant run changes what evaluating the objective returns by a tiny amount "
+                    "that only a difference quotient of real evaluations follows. Evaluate the lesson's objective `plain` "
+                    "at x + ε·v and x − ε·v and divide the difference of the two values by 2ε.")
+    return None
 
 
 def _finite_diagnosis(run, oracle, settings, finite, eps, honest):

@@ -229,6 +229,11 @@ class Oracle:
         return hessian_vector_product(self.w, self.x, v)
 
     @property
+    def derivatives_changed(self) -> bool:
+        """This scenario changes JAX's derivative rules (so autodiff's values are told from every other method's)."""
+        return bool(self.rules.terms)
+
+    @property
     def values_changed(self) -> bool:
         """This scenario changes what evaluating the objective returns (so a central difference can be told
         from every way of writing down a slope)."""
@@ -425,15 +430,25 @@ def finite_separation(oracle: Oracle, eps: float, settings: Any, unit: float = S
     return min(abs(a - b) for a in honest for b in others) / tolerance
 
 
+def one_sided_separation(oracle: Oracle, eps: float, settings: Any) -> float:
+    """Float32 tolerances between a forward or backward difference and the central one at step eps (a mistake, not
+    a forgery: half the separation is enough for its own rounding to keep it outside the central one's tolerance)."""
+    tolerance = oracle.finite_noise(eps, settings.finite_noise_float32, SINGLE)
+    return min(abs(a - b) for a in oracle.one_sided_differences(eps).values()
+               for b in oracle.central_differences(eps)) / tolerance
+
+
 def separates(nudges: Nudges, oracle: Oracle, settings: Any) -> bool:
     """Every change moves its value by at least `separation` tolerances, so no other method lands within one; a
-    float32 central difference is told apart at every sensible step."""
+    float32 central difference is told apart from every written-down slope, and from a one-sided difference by half
+    that, at every sensible step."""
     wanted = settings.separation
+    steps = [eps for eps in PROBE_STEPS if settings.eps_min <= eps <= settings.eps_max]
     return (nudges.slope_shift >= wanted * settings.automatic_tolerance
             and nudges.remat_shift >= wanted * settings.hvp_tolerance
             and nudges.curvature_shift >= wanted * settings.hvp_tolerance
-            and all(finite_separation(oracle, eps, settings) >= wanted
-                    for eps in PROBE_STEPS if settings.eps_min <= eps <= settings.eps_max))
+            and all(finite_separation(oracle, eps, settings) >= wanted for eps in steps)
+            and all(one_sided_separation(oracle, eps, settings) >= wanted / 2 for eps in steps))
 
 
 def suitable_seed(seed: int, settings: Any) -> bool:
