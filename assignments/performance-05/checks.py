@@ -334,7 +334,7 @@ def _automatic_diagnosis(run, oracle, settings, automatic, expected, tolerance):
                 "variant run changes JAX's derivative rules by tiny amounts, and your value did not follow them. The "
                 "exercise asks for the gradient by JAX autodiff, dotted with the direction.")
     for vector in vectors(run.sightings(until="automatic"), settings.width):
-        if not np.allclose(vector, oracle.ones) and np.any(vector) and abs(automatic - float(gradient_dot(oracle, vector))) <= tolerance:
+        if not np.allclose(vector, oracle.ones) and np.any(vector) and abs(automatic - float(_gradient_dot(oracle, vector))) <= tolerance:
             return (f"`automatic` = {fmt(automatic)} is the gradient dotted with a direction other than (1,…,1). "
                     "The exercise's direction v has every entry equal to 1.")
     return (f"`automatic` = {fmt(automatic)}, but the gradient of the objective at `x` by JAX autodiff, dotted with "
@@ -342,7 +342,7 @@ def _automatic_diagnosis(run, oracle, settings, automatic, expected, tolerance):
             "`plain`), at which point (`x`), and the dot product with the all-ones direction.")
 
 
-def gradient_dot(oracle, vector):
+def _gradient_dot(oracle, vector):
     return float(oracle.autodiff_gradient @ vector)
 
 
@@ -416,6 +416,11 @@ def _finite_diagnosis(run, oracle, settings, finite, eps, honest):
             return (f"`finite` = {fmt(finite)} is the {side} difference of the objective at x and x {sign} {eps:g}·v, "
                     "not a central difference: evaluate at both x + ε·v and x − ε·v and divide by 2ε.")
     central = honest[0]
+    for vector in vectors(run.sightings(until="finite"), settings.width):
+        along = float(oracle.gradient @ vector)   # (feedback only: any difference quotient along it is near this)
+        if np.any(vector) and not np.allclose(vector, vector[0]) and abs(finite - along) <= 1e-3 * abs(along) + tolerance:
+            return (f"`finite` = {fmt(finite)} is a directional derivative along a direction other than v = (1,…,1) "
+                    "(one your file made): the exercise's direction is the all-ones vector.")
     for factor, wording in ((2.0, "divided by ε instead of 2ε"), (0.5, "divided by 4ε instead of 2ε"),
                             (0.25, "taken along the unit vector v/|v| instead of v = (1,…,1)")):
         if near(factor * central):
