@@ -161,9 +161,14 @@ for eps in (1e-4, 3e-4, 1e-3, 3e-3, 1e-2, 3e-2):
     h64 = np.asarray(x, np.float64)
     host = (float(plain(h64 + eps)) - float(plain(h64 - eps))) / (2 * eps)
     col = (float(lesson()[0](x[:, None] + eps)) - float(lesson()[0](x[:, None] - eps))) / (2 * eps)
+    def inline(p):
+        for _ in range(4): p = jnp.tanh(W @ p)
+        return float(p @ p)
+    written_out = (inline(x + eps * ones) - inline(x - eps * ones)) / (2 * eps)
     honest = {"float64 quotient": (float(up) - float(down)) / (2 * eps), "float32 quotient": float((up - down) / (2 * eps)),
               "vmap over both points": float((both[0] - both[1]) / (2 * eps)), "jit with traced step": float(jitted),
-              "value_and_grad values": float(vg), "float64 host points": host, "column points": col}
+              "value_and_grad values": float(vg), "float64 host points": host, "column points": col,
+              "inline forward pass, h @ h": written_out}
     for name, value in honest.items():
         used(f"finite_noise_float32 ({name})", min(abs(value - c) for c in candidates) / tolerance)
     out["asserts"].append(("finite vs automatic (lesson rtol 3e-3)", eps, max(abs(val - expected) / (s.lesson_directional_rtol * abs(expected) + s.lesson_directional_atol) for val in honest.values())))

@@ -339,23 +339,33 @@ def nudge_objective_values(center, path, scale, span, across, **_):
     jet.jet_rules[exact_sum_p] = functools.partial(exact_series, primitive=exact_sum_p)
 
     def change(x, *, axes):
+        """What evaluating adds to a sum over `axes` of x (16 entries a slice). Its own sums are exact ones, so
+        lowering it meets neither changed rule again."""
         dtype = x.dtype
         keep = [d for d in range(x.ndim) if d not in axes]
         order = tuple(keep) + tuple(axes)
         y = x if order == tuple(range(x.ndim)) else lax.transpose(x, order)
         y = lax.reshape(y, tuple(x.shape[d] for d in keep) + (width,))
-        d = lax.sub(y, lax.broadcast_in_dim(center64.astype(dtype), y.shape, (y.ndim - 1,)))
-        dims = (((y.ndim - 1,), (0,)), ((), ()))
-        t = lax.mul(lax.dot_general(d, path64.astype(dtype), dims), np.asarray(1.0 / path_norm2, dtype))
-        n2 = lax.dot_general(lax.mul(d, d), np.ones(width, dtype), dims)
+        last = (y.ndim - 1,)
+
+        def total(z):
+            return exact_sum_p.bind(z, axes=last, out_sharding=None)
+
+        d = lax.sub(y, lax.broadcast_in_dim(center64.astype(dtype), y.shape, last))
+        t = lax.mul(total(lax.mul(d, lax.broadcast_in_dim(path64.astype(dtype), y.shape, last))),
+                    np.asarray(1.0 / path_norm2, dtype))
+        n2 = total(lax.mul(d, d))
         off = lax.div(lax.sub(n2, lax.mul(lax.mul(t, t), np.asarray(path_norm2, dtype))), np.asarray(center_norm2, dtype))
         one, zero = np.asarray(1.0, dtype), np.asarray(0.0, dtype)
         along = lax.max(lax.sub(one, lax.mul(lax.mul(t, t), np.asarray(1.0 / span2, dtype))), zero)
         aside = lax.max(lax.sub(one, lax.mul(off, np.asarray(1.0 / across2, dtype))), zero)
         window = lax.mul(lax.mul(lax.mul(along, along), along), lax.mul(lax.mul(aside, aside), aside))
         value = lax.mul(lax.mul(t, window), np.asarray(scale, dtype))
-        positive = lax.gt(lax.reduce_min(y, (y.ndim - 1,)), zero)
+        positive = lax.gt(lax.reduce_min(y, last), zero)
         return lax.select(positive, value, lax.full_like(value, 0))
+
+    def changed_dtype(aval):
+        return str(aval.dtype) in ("float32", "float64")
 
     def lowering(ctx, x, *, axes, **params):
         out = original(ctx, x, axes=axes, **params)
@@ -363,11 +373,32 @@ def nudge_objective_values(center, path, scale, span, across, **_):
         size = 1
         for axis in axes:
             size *= int(aval.shape[axis])
-        if size != width or str(aval.dtype) not in ("float32", "float64"):
+        if size != width or not changed_dtype(aval):
             return out
         extra = mlir.lower_fun(functools.partial(change, axes=tuple(axes)), multiple_results=False)(ctx, x)
         return [hlo.add(out[0], extra[0] if isinstance(extra, (list, tuple)) else extra)]
 
+    def inner_product(original_dot):
+        """`h @ h`, `jnp.dot(h, h)`, `jnp.vdot(h, h)`: the same sum of squares, written as a product of two
+        16-entry vectors (a tangent times a value has entries of both signs and is left alone)."""
+        def dot_lowering(ctx, lhs, rhs, *, dimension_numbers, **params):
+            out = original_dot(ctx, lhs, rhs, dimension_numbers=dimension_numbers, **params)
+            left, right = ctx.avals_in
+            if (left.shape != (width,) or right.shape != (width,) or not changed_dtype(left)
+                    or left.dtype != right.dtype or tuple(map(tuple, dimension_numbers[0])) != ((0,), (0,))):
+                return out
+            extra = mlir.lower_fun(lambda a, b: change(lax.mul(a, b), axes=(0,)), multiple_results=False)(ctx, lhs, rhs)
+            return [hlo.add(out[0], extra[0] if isinstance(extra, (list, tuple)) else extra)]
+
+        return dot_lowering
+
+    dot_general_p = lax.dot_general_p
+    common_dot = _ORIGINALS.setdefault("dot_general_lowering", mlir._lowerings[dot_general_p].rule)
+    mlir.register_lowering(dot_general_p, inner_product(common_dot))
+    cpu_dot = mlir._platform_specific_lowerings["cpu"].get(dot_general_p)
+    if cpu_dot is not None:
+        cpu_dot = _ORIGINALS.setdefault("dot_general_cpu_lowering", cpu_dot.rule)
+        mlir.register_lowering(dot_general_p, inner_product(cpu_dot), platform="cpu")
     mlir.register_lowering(reduce_sum_p, lowering)
 
 
