@@ -1,10 +1,11 @@
 """Code similarity across a batch: each document's own fingerprints, an index of them, the pairs that share them.
 
 A document's own code is what is left after boilerplate: statements equal (normalised) to one of the
-starter's or the reference solution's are dropped, and so is every fingerprint found anywhere in them. A
-fingerprint held by more documents than the common limit is an idiom of the class, not a sign of copying,
-and is dropped too. Pairs are found through an index from fingerprint to documents, so the work grows with
-the number of pairs that share something rather than with every pair of the class.
+starter's or the reference solution's are dropped, and so is every fingerprint found anywhere in them. Idioms
+come only from that given code (the boilerplate the assignment names), never from how many students share a
+fingerprint: six students handing in the same own code are six copies, not an idiom of the class, and are
+reported as a cluster whatever its size. Pairs are found through an index from fingerprint to documents, so the
+work grows with the number of pairs that share own code rather than with every pair of the class.
 
 Scores: `a_in_b` is the share of A's own tokens covered by fingerprints B also has (and the reverse); the
 code score is the larger of the two, scaled down when fewer than `substantial_tokens` tokens are shared on
@@ -106,22 +107,9 @@ def prepare(documents: list[Document], boilerplate: Boilerplate, settings: Simil
             if value not in boilerplate.hashes and _covered(doc, [position]):
                 own[value].append(position)
         doc.own = dict(own)
+        doc.own_tokens = _covered(doc, [p for positions in doc.own.values() for p in positions])
         prepared.append(doc)
     return prepared
-
-
-def drop_common(prepared: list[CodeDoc], limit: int) -> set[int]:
-    """Remove fingerprints more than `limit` documents hold; returns them."""
-    holders: dict[int, int] = defaultdict(int)
-    for doc in prepared:
-        for value in doc.own:
-            holders[value] += 1
-    common = {value for value, count in holders.items() if count > limit}
-    for doc in prepared:
-        for value in common & doc.own.keys():
-            del doc.own[value]
-        doc.own_tokens = _covered(doc, [p for positions in doc.own.values() for p in positions])
-    return common
 
 
 def shared_pairs(prepared: list[CodeDoc], current: int) -> dict[tuple[int, int], list[int]]:
