@@ -138,7 +138,7 @@ def build_report(current: list[Document], earlier: list[Document], boilerplate: 
     documents = current + earlier
     limit = common_limit(settings, len(documents))
     prepared = prepare(documents, boilerplate, settings)   # idioms: the given code only, never a count of holders
-    code_pairs = shared_pairs(prepared, len(current))
+    code_pairs = shared_pairs(prepared, len(current), limit, settings.substantial_tokens)
     value_pairs = shared_values(documents, len(current), settings, limit, exercise_of, given_text)
     scored = []
     for key in set(code_pairs) | set(value_pairs):
