@@ -389,3 +389,24 @@ def test_graded_batch_finds_planted_code_and_values_and_shows_students_nothing(a
     for path in out.glob("*.json"):
         record = json.loads(path.read_text())
         assert set(record) <= set(Record.__annotations__), f"{path.name}: {set(record) - set(Record.__annotations__)}"
+
+
+def _own_code(tag: str) -> str:
+    """Statements no other tag shares (attribute names are kept by the normalisation, chosen names are not)."""
+    return "".join(f"v{n} = x.alpha{tag}{n}(x.beta{tag}{n}, x.gamma{tag}{n}).delta{tag}{n}(x.eps{tag}{n}) "
+                   f"+ x.zeta{tag}{n}(x.eta{tag}{n}, x.theta{tag}{n})\n" for n in range(4))
+
+
+def test_code_the_whole_class_shares_is_no_idiom_and_is_not_expanded_into_every_pair(assignment):
+    """Eighty students share one helper beside code of their own; six more hand in the same code. The helper is
+    not dropped as an idiom (only given code is), yet its 3,000-odd pairs are never enumerated; the six are
+    flagged pair by pair and reported as one cluster."""
+    common = "def shared(a, b):\n    return np.linalg.norm(a - b) / np.sqrt(a.size) + np.abs(a).max()\n"
+    documents = [Document(f"s{i}", f"s{i}.py", [Chunk(None, common + _own_code(str(i)))]) for i in range(80)]
+    documents += [Document(f"ring{i}", f"ring{i}.py", [Chunk(None, common + _own_code("ring"))]) for i in range(6)]
+    settings = settings_for(assignment)
+    report = build_report(documents, [], Boilerplate([], settings.kgram), settings, EXERCISE, "", settings.threshold)
+    ring = {f"ring{i}" for i in range(6)}
+    assert sorted(ring) in [sorted(c.members) for c in report.clusters]
+    assert {_key(p) for p in report.pairs if p.flagged} == {frozenset((a, b)) for a in ring for b in ring if a < b}
+    assert report.compared_pairs < 200, f"{report.compared_pairs} pairs compared: the shared helper was expanded"
