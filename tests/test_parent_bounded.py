@@ -289,3 +289,27 @@ def test_a_surrogate_in_one_students_error_stops_no_class_file(assignment, tmp_p
     again = grader.cli.batch.grade_folder(assignment, folder, out, workers=2, variant_seed=4242,
                                           progress=lambda line: None)
     assert again.reused == 2 and (out / "surrogate_message.feedback.html").is_file() and (out / "report.html").is_file()
+
+
+def test_a_surrogate_in_code_two_notebooks_share_leaves_the_similarity_view_drawn(assignment, tmp_path):
+    """Two notebooks sharing a cell that holds a lone surrogate: read as the grader reads them, compared, and shown
+    side by side in report.html and similarity.csv."""
+    from grader.similarity.code_match import Boilerplate
+    from grader.similarity.report import build_report, settings_for
+    from grader.similarity.store import Chunk, Document
+
+    cell = "".join(f"v{n} = x.alpha{n}(x.beta{n}, '{BAD}').gamma{n}(x.delta{n}) + x.eps{n}(x.zeta{n})\n"
+                   for n in range(6))
+    notebook = json.dumps({"cells": [{"cell_type": "code", "source": cell}]})
+    documents = [Document(name, f"{name}.ipynb", [Chunk(1, c.source) for c in notebook_cells(notebook)[0]])
+                 for name in ("ann", "ben")]
+    settings = settings_for(assignment)
+    report = build_report(documents, [], Boilerplate([], settings.kgram), settings, {}, "", settings.threshold)
+    assert report.flagged == 1 and report.pairs[0].code.regions
+    raw = [Document(name, f"{name}.ipynb", [Chunk(1, cell)]) for name in ("cat", "dan")]   # an older sidecar's code
+    report.pairs += build_report(raw, [], Boilerplate([], settings.kgram), settings, {}, "", settings.threshold).pairs
+    write_similarity_csv(tmp_path, report)
+    page = write_class_report(tmp_path, [_record(assignment, "fine", "ann")], assignment, {}, report)
+    text = page.read_bytes().decode("utf-8")
+    assert 'id="similarity"' in text and "could not be drawn" not in text and "\ufffd" in text
+    assert (tmp_path / "similarity.csv").read_bytes().decode("utf-8").count("\npair,") == 2   # places, no code
