@@ -68,16 +68,23 @@ def _script(entry: Path) -> str:
     return joined_source(notebook_cells(text)[0]) if entry.suffix == ".ipynb" else text
 
 
+def ring_members() -> list[list[str]]:
+    """The submissions of each [[rings]] entry, as build_batch names them."""
+    return [[f"ring_{entry['source']}_{n}" for n in range(1, len(entry["disguises"]) + 1)] for entry in PLAN["rings"]]
+
+
 def build_batch(folder: Path, contract: list[str], every: int = 1) -> tuple[list[tuple[str, str]], dict[str, str]]:
-    """Write the batch; returns the planted pairs (copy, source) and the value files' sources. `every`: of the
-    honest cases that no planted or value file is made from, every `every`-th (in name order) is written."""
+    """Write the batch; returns the planted pairs (copy, source; and every pair of a ring) and the value files'
+    sources. `every`: of the honest cases that no planted, ring or value file is made from, every `every`-th (in
+    name order) is written."""
     honest = honest_cases()
     value_sources = {entry["name"]: entry["source"] for entry in PLAN["values"]}
-    used = set(value_sources.values()) | {entry["source"] for entry in PLAN["planted"]}
+    ring_sources = {entry["source"] for entry in PLAN["rings"]}
+    used = set(value_sources.values()) | {entry["source"] for entry in PLAN["planted"]} | ring_sources
     others = sorted(set(honest) - used)
     for name, entry in honest.items():
-        if name in value_sources.values():
-            continue                           # a [[values]] file stands in for its source
+        if name in value_sources.values() or name in ring_sources:
+            continue                           # a [[values]] file or a ring stands in for its source
         if name not in used and others.index(name) % every:
             continue
         target = folder / entry.name
@@ -88,6 +95,11 @@ def build_batch(folder: Path, contract: list[str], every: int = 1) -> tuple[list
         name = f"planted_{entry['source']}"
         (folder / f"{name}{suffix}").write_text(text)
         planted.append((name, entry["source"]))
+    for entry, members in zip(PLAN["rings"], ring_members()):
+        for number, (ways, name) in enumerate(zip(entry["disguises"], members)):
+            text, suffix = disguise(_script(honest[entry["source"]]), ways, tuple(contract), salt=f"ring{number}")
+            (folder / f"{name}{suffix}").write_text(text)
+        planted += [(a, b) for i, a in enumerate(members) for b in members[i + 1:]]
     for entry in PLAN["values"]:
         text = _script(honest[entry["source"]])
         for old, new in entry.get("replace", {}).items():
@@ -121,6 +133,18 @@ def code_batch(assignment, tmp_path_factory):
     return {"batch": batch, "out": out, "planted": planted, "report": similarity_for(out, assignment)}
 
 
+@pytest.fixture(scope="module")
+def third_batch(assignment, tmp_path_factory):
+    """The planted, ring and value files beside a third of the other honest files (the size the slow test grades:
+    about fifty submissions, where 5 % of the class is less than six)."""
+    root = tmp_path_factory.mktemp("similarity-third")
+    batch, out = root / "submissions", root / "results"
+    batch.mkdir()
+    planted, _ = build_batch(batch, assignment.contract, every=3)
+    full_marks_results(assignment, batch, out)
+    return {"batch": batch, "out": out, "planted": planted, "report": similarity_for(out, assignment)}
+
+
 def _key(pair) -> frozenset:
     return frozenset((pair.a.id, pair.b.id))
 
@@ -141,6 +165,20 @@ def test_every_planted_copy_is_flagged_and_ranks_above_every_honest_pair(code_ba
     flagged_honest = [(names, score) for names, score in honest if score >= report.threshold]
     assert not flagged_honest, f"independent honest pairs flagged: {flagged_honest}"
     assert report.flagged == len(planted)
+
+
+@pytest.mark.parametrize("which", ["code_batch", "third_batch"])
+def test_a_ring_sharing_its_own_code_is_one_cluster_whatever_its_size(which, request):
+    """Six students with the same own code: not an idiom of the class (however few the others), every pair flagged
+    and the six one cluster."""
+    report = request.getfixturevalue(which)["report"]
+    assert report.documents < 6 / 0.05 if which == "third_batch" else True   # six is above 5 % of this class
+    flagged = {_key(pair) for pair in report.pairs if pair.flagged}
+    clusters = [sorted(cluster.members) for cluster in report.clusters]
+    for members in ring_members():
+        pairs = {frozenset((a, b)) for i, a in enumerate(members) for b in members[i + 1:]}
+        assert pairs <= flagged, f"ring pairs not flagged: {sorted(sorted(p) for p in pairs - flagged)}"
+        assert sorted(members) in clusters, f"no cluster {members}: {clusters}"
 
 
 def test_a_flagged_pair_shows_its_matching_code_side_by_side(code_batch):
@@ -328,7 +366,7 @@ def test_graded_batch_finds_planted_code_and_values_and_shows_students_nothing(a
     wanted = {frozenset(p) for p in planted} | {frozenset(p) for p in PLAN["expected"]["pairs"]}
     assert flagged == wanted, f"missing: {wanted - flagged}; unexpected: {flagged - wanted}"
     clusters = [sorted(r["a"].split()) for r in rows if r["kind"] == "cluster"]
-    for cluster in PLAN["expected"]["clusters"]:
+    for cluster in PLAN["expected"]["clusters"] + ring_members():
         assert sorted(cluster) in clusters
     values = json.loads((out / "similarity" / "odd_choices_a.json").read_text())["values"]
     assert values["eps"] == pytest.approx(0.0037)
@@ -351,3 +389,24 @@ def test_graded_batch_finds_planted_code_and_values_and_shows_students_nothing(a
     for path in out.glob("*.json"):
         record = json.loads(path.read_text())
         assert set(record) <= set(Record.__annotations__), f"{path.name}: {set(record) - set(Record.__annotations__)}"
+
+
+def _own_code(tag: str) -> str:
+    """Statements no other tag shares (attribute names are kept by the normalisation, chosen names are not)."""
+    return "".join(f"v{n} = x.alpha{tag}{n}(x.beta{tag}{n}, x.gamma{tag}{n}).delta{tag}{n}(x.eps{tag}{n}) "
+                   f"+ x.zeta{tag}{n}(x.eta{tag}{n}, x.theta{tag}{n})\n" for n in range(4))
+
+
+def test_code_the_whole_class_shares_is_no_idiom_and_is_not_expanded_into_every_pair(assignment):
+    """Eighty students share one helper beside code of their own; six more hand in the same code. The helper is
+    not dropped as an idiom (only given code is), yet its 3,000-odd pairs are never enumerated; the six are
+    flagged pair by pair and reported as one cluster."""
+    common = "def shared(a, b):\n    return np.linalg.norm(a - b) / np.sqrt(a.size) + np.abs(a).max()\n"
+    documents = [Document(f"s{i}", f"s{i}.py", [Chunk(None, common + _own_code(str(i)))]) for i in range(80)]
+    documents += [Document(f"ring{i}", f"ring{i}.py", [Chunk(None, common + _own_code("ring"))]) for i in range(6)]
+    settings = settings_for(assignment)
+    report = build_report(documents, [], Boilerplate([], settings.kgram), settings, EXERCISE, "", settings.threshold)
+    ring = {f"ring{i}" for i in range(6)}
+    assert sorted(ring) in [sorted(c.members) for c in report.clusters]
+    assert {_key(p) for p in report.pairs if p.flagged} == {frozenset((a, b)) for a in ring for b in ring if a < b}
+    assert report.compared_pairs < 200, f"{report.compared_pairs} pairs compared: the shared helper was expanded"

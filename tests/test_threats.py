@@ -1,8 +1,8 @@
 """Hostile submissions (tests/assignments/<id>/threats/, per assignment) graded by the real batch grader in the
 real sandbox, as assignment <id> (the folder's name).
 
-Each threat is `<case>.py` plus `<case>.expected.toml` (the corpus format, see case_expectations.py): the scores it
-may get and the messages/output it must produce. A threat whose first line is `# prepend: solution` is graded as
+Each threat is `<case>.py` (or a notebook, `<case>.ipynb`, graded as it is) plus `<case>.expected.toml` (the
+corpus format, see case_expectations.py): the scores it may get and the messages/output it must produce. A threat whose first line is `# prepend: solution` is graded as
 the reference solution followed by its own lines (a correct file that turns hostile at the end; lines after
 `# inside: NAME` go at the end of that exercise's region instead); the token
 `__LISTENER_PORT__` is replaced by the port of a TCP listener this test opens on the host's loopback.
@@ -200,6 +200,12 @@ def grade_threats(assignment_id: str, tmp_path_factory: pytest.TempPathFactory) 
     solution = assignment.solution_path.read_text(encoding="utf-8")
     ids = {}
     for case in case_names(threats):
+        notebook = threats / f"{case}.ipynb"
+        if notebook.is_file():     # a notebook case is graded as it is (no header lines, no prepended solution)
+            (submissions / notebook.name).write_bytes(notebook.read_bytes())
+            expected = tomllib.loads((threats / f"{case}{EXPECTED}").read_text(encoding="utf-8"))
+            ids[case] = expected.get("submission") or entry_id(notebook.name)
+            continue
         text = (threats / f"{case}.py").read_text(encoding="utf-8").replace("__LISTENER_PORT__", str(port))
         name = file_name(text) or f"{case}.py".encode()
         extra = copies(text)
@@ -419,8 +425,8 @@ def test_every_threat_case_is_well_formed(assignment_id: str) -> None:
     assignment = grader.config.assignment.load(assignment_id, project_root(assignment_id))
     problems = []
     for case in case_names(folder):
-        if not (folder / f"{case}.py").is_file():
-            problems.append(f"{case}: no {case}.py beside its {EXPECTED}")
+        if not (folder / f"{case}.py").is_file() and not (folder / f"{case}.ipynb").is_file():
+            problems.append(f"{case}: no {case}.py (or {case}.ipynb) beside its {EXPECTED}")
         expected = tomllib.loads((folder / f"{case}{EXPECTED}").read_text(encoding="utf-8"))
         problems += shape_problems(case, expected, list(assignment.groups), {c.id for c in assignment.checks})
     assert case_names(folder) and not problems, "\n".join(problems)

@@ -9,7 +9,7 @@ import json
 import pytest
 
 from grader.cli import batch
-from grader.common.files import atomic_write
+from grader.common.files import atomic_write, write_if_changed
 from grader.common.user_cache import CACHE_DIR_ENV
 from grader.config import assignment as assignment_module
 from grader.grading import reference
@@ -52,9 +52,18 @@ def test_atomic_write_creates_replaces_and_leaves_no_temp_files(tmp_path):
 def test_atomic_write_failure_keeps_the_old_file_and_no_temp(tmp_path):
     target = tmp_path / "result.json"
     atomic_write(target, "good")
-    with pytest.raises(UnicodeEncodeError):
-        atomic_write(target, "bad \ud800 surrogate")
+    with pytest.raises(TypeError):
+        atomic_write(target, 12345)   # type: ignore[arg-type]   # fails inside the write: nothing may be left
     assert target.read_text() == "good"
+    assert [p.name for p in tmp_path.iterdir()] == ["result.json"]
+
+
+def test_no_text_can_fail_a_write(tmp_path):
+    """A lone surrogate (a student's `raise ValueError("\\ud800")`) is written as U+FFFD, never an exception."""
+    target = tmp_path / "result.json"
+    atomic_write(target, "bad \ud800 surrogate \U0001f600")
+    assert target.read_text(encoding="utf-8") == "bad \ufffd surrogate \U0001f600"
+    assert write_if_changed(target, "bad \udfff surrogate \U0001f600") is False   # the same text as written
     assert [p.name for p in tmp_path.iterdir()] == ["result.json"]
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import time
+import traceback
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
@@ -21,7 +22,7 @@ from grader.authoring.starter import public_code
 from grader.common.environment import environment
 from grader.common.files import remove_torn_writes
 from grader.config.assignment import Assignment, ConfigError
-from grader.grading.grade import grade_one
+from grader.grading.grade import error_record, grade_one
 from grader.grading.warm_state import WarmState
 from grader.grading.warm_up import WarmUp, warmed_up
 from grader.intake.discovery import Submission, discover
@@ -44,6 +45,7 @@ class BatchResult:
     seconds: float = 0.0
     variant_seed: int = 0
     warnings: list[str] = field(default_factory=list)     # Canvas: submissions without a student and the reverse
+    problems: list[str] = field(default_factory=list)     # class files the grader could not write (its own fault)
 
 
 def previous_record(out: Path, submission: Submission, assignment: Assignment) -> Record | None:
@@ -80,16 +82,13 @@ def grade_folder(assignment: Assignment, folder: Path, out: Path, workers: int |
     seed = variant_seed if variant_seed is not None else fresh_variant_seed(assignment)
     result = BatchResult(variant_seed=seed)
     pending = []
+    kept: list[tuple[Submission, Record]] = []
     for submission in submissions:
         previous = None if regrade else previous_record(out, submission, assignment)
         if previous:
-            result.records.append(previous)
-            result.reused += 1
+            kept.append((submission, previous))
         else:
             pending.append(submission)
-    to_grade = f"{len(pending)} to grade (variant seed {seed})" if pending else "nothing to grade"
-    progress.note(f"{len(submissions)} submission(s) in {folder}; {result.reused} unchanged since the last run, "
-                  f"{to_grade}.")
     seeds = seed_map(assignment, seed)
     warm: WarmUp | None = None
 
@@ -101,8 +100,17 @@ def grade_folder(assignment: Assignment, folder: Path, out: Path, workers: int |
         return WarmState(assignment, cache).figures(seed_map(assignment, record_seed), record_seed)
 
     files = BatchFiles(out, assignment, figures_for)
-    for record in result.records:
-        files.reused(record)
+    for submission, record in kept:
+        try:
+            files.reused(record)
+        except Exception:  # noqa: BLE001 -- its page cannot be drawn again: grade it again, never stop the class
+            pending.append(submission)
+            continue
+        result.records.append(record)
+        result.reused += 1
+    to_grade = f"{len(pending)} to grade (variant seed {seed})" if pending else "nothing to grade"
+    progress.note(f"{len(submissions)} submission(s) in {folder}; {result.reused} unchanged since the last run, "
+                  f"{to_grade}.")
     if any(not s.problem for s in pending):   # something will run: warm up first (a file that cannot run needs none)
         progress.stage("Warming up")
         try:
@@ -121,12 +129,13 @@ def grade_folder(assignment: Assignment, folder: Path, out: Path, workers: int |
     report = None
     if options.enabled if options.enabled is not None else settings_for(assignment).enabled:
         report = safe_similarity(out, assignment, options)
-        write_similarity_csv(out, report)
+        files.attempt("similarity.csv", lambda: write_similarity_csv(out, report))
     # LMS files: OUT/gradescope/<id>.json, OUT/final_grades.csv (otter), OUT/canvas.csv (roster: a Canvas export);
     # HTML: OUT/report.html for the instructor (the students' pages are written above, as their records came)
     result.warnings = files.finish(result.records, Roster.load(roster) if roster else None,
                                    {"variant_seed": seed, "seconds": time.monotonic() - started,
                                     "environment": environment()}, report)
+    result.problems = files.problems
     result.seconds = time.monotonic() - started
     return result
 
@@ -134,6 +143,24 @@ def grade_folder(assignment: Assignment, folder: Path, out: Path, workers: int |
 def seed_map(assignment: Assignment, variant_seed: int) -> dict[str, int]:
     """Scenario -> the seed it runs with in a batch whose variant seed is `variant_seed`."""
     return {name: scenario_seed(assignment, scenario, variant_seed) for name, scenario in assignment.scenarios.items()}
+
+
+def _written(files: BatchFiles, record: Record, assignment: Assignment, submission: Submission, seed: int) -> Record:
+    """Write a record's files. A failure writing them is that record's (the grader's own fault: it becomes an error
+    record saying so, which `grader grade` reports with exit status 1 and a re-run grades again), never the batch's."""
+    try:
+        files.graded(record)
+        return record
+    except Exception:  # noqa: BLE001 -- one student's files never stop the class
+        detail = traceback.format_exc(limit=3).strip().splitlines()[-1]
+        failed = error_record(assignment, submission, f"The grader could not write this submission's files ({detail}); "
+                              "please report it.", seed)
+        failed["grader_error"] = traceback.format_exc(limit=12)[-4000:]
+    try:
+        files.graded(failed)
+    except Exception:  # noqa: BLE001 -- kept in memory: the class files still list it, and it is graded again next run
+        pass
+    return failed
 
 
 def _grade(assignment: Assignment, pending: list[Submission], facts: dict, seed: int, runner: Runner | None,
@@ -150,8 +177,7 @@ def _grade(assignment: Assignment, pending: list[Submission], facts: dict, seed:
                 failure = warm.failure() if warm else None
                 if failure is not None:
                     raise failure
-                record = future.result()
-                files.graded(record)
+                record = _written(files, future.result(), assignment, futures[future], seed)
                 records.append(record)
                 progress.advance(record)
         except BaseException:   # stopping (a failed warm-up, Ctrl-C): what has not started never will

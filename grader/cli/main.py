@@ -201,7 +201,9 @@ def _grade(assignment, args) -> int:
         print(f"grader: check(s) {', '.join(broken)} raised something other than an assertion (excused where the "
               "reference solution's run raises alike: a bug in checks.py; charged where only a submission's values lead "
               "there); the tracebacks are under check_errors in the records and in report.html.", file=sys.stderr)
-    return 1 if failed or broken else 0
+    for problem in result.problems:
+        print(f"grader: {problem}; the other class files are complete.", file=sys.stderr)
+    return 1 if failed or broken or result.problems else 0
 
 
 def _check(assignment, args) -> int:

@@ -1,10 +1,43 @@
-"""Small text helpers: a student's run text shortened for a sentence of feedback without cutting a word in half,
-and whether a piece of source is Python."""
+"""Small text helpers: text made writable (no lone surrogate), a student's run text shortened for a sentence of
+feedback without cutting a word in half, and whether a piece of source is Python."""
 
 from __future__ import annotations
 
 import ast
 import re
+from typing import Any
+
+SURROGATE = re.compile("[\ud800-\udfff]")
+REPLACEMENT = "\ufffd"
+
+
+def clean(text: str) -> str:
+    """`text` as valid Unicode: each lone surrogate (which no UTF-8 writer accepts: `"\\ud800"` from a run's JSON,
+    a notebook or a file name decoded with surrogateescape) becomes U+FFFD. Linear; a clean text is returned as is."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return SURROGATE.sub(REPLACEMENT, text)
+    return text
+
+
+def utf8(text: str) -> bytes:
+    """`text` encoded as UTF-8, whatever it holds (see `clean`)."""
+    return clean(text).encode("utf-8")
+
+
+def clean_data(value: Any) -> Any:
+    """A JSON-like value (dicts, lists, tuples, strings, numbers) with every string in it, keys too, `clean`ed: a
+    record read back from disk or about to be written. Linear in its size; other objects are left as they are."""
+    if isinstance(value, str):
+        return clean(value)
+    if isinstance(value, dict):
+        return {clean(k) if isinstance(k, str) else k: clean_data(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [clean_data(item) for item in value]
+    if isinstance(value, tuple):
+        return tuple(clean_data(item) for item in value)
+    return value
 
 
 def clip(text: str, limit: int) -> str:

@@ -341,17 +341,12 @@ def _charged_feedback(spec: CheckSpec, bug: CheckBug, compared: bool) -> str:
             f"shape and size of {values}: they differ from what the exercise produces.")
 
 
-def _same_place(a: Statement, b: Statement) -> bool:
-    return (a.line, a.cell) == (b.line, b.cell)
-
-
 def errors_only_in(scenario: str, snapshots: dict[str, Snapshot]) -> list[Statement]:
     """Statements that raised in `scenario` but not in baseline (the student never sees these locally)."""
     if scenario == "baseline" or "baseline" not in snapshots:
         return []
-    baseline = snapshots["baseline"].failed_statements
-    return [s for s in snapshots[scenario].failed_statements
-            if s.error and not any(_same_place(s, b) for b in baseline)]
+    baseline = {(b.line, b.cell) for b in snapshots["baseline"].failed_statements}   # one pass each, not a pair scan
+    return [s for s in snapshots[scenario].failed_statements if s.error and (s.line, s.cell) not in baseline]
 
 
 def grader_faults(snapshots: dict[str, Snapshot]) -> dict[str, list[str]]:
@@ -369,10 +364,10 @@ def reported_faults(snapshots: dict[str, Snapshot]) -> dict[str, list[str]]:
     """Errors a run reported as raised inside the grader's own code (claims from the student's process)."""
     found: dict[str, list[str]] = {}
     for name, snapshot in snapshots.items():
-        only_here = errors_only_in(name, snapshots)
+        only_here = {id(statement) for statement in errors_only_in(name, snapshots)}
         for statement in snapshot.failed_statements:
             error = statement.error or {}
-            if (error.get("grader_fault") or error.get("through_setup")) and (name == "baseline" or statement in only_here):
+            if (error.get("grader_fault") or error.get("through_setup")) and (name == "baseline" or id(statement) in only_here):
                 found.setdefault(name, []).append(
                     f"{where(statement.line, statement.cell)} raised {error.get('type')} inside the grader's own code "
                     f"(as the run reported it): {str(error.get('message'))[:200]}")

@@ -7,11 +7,11 @@ import signal
 import traceback
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from typing import Any, cast
 
 from grader.api.values import json_safe
 from grader.common.environment import environment
-from grader.common.text import clip
+from grader.common.text import clean_data, clip
 from grader.config.assignment import Assignment
 from grader.grading.engine import (
     CheckResult,
@@ -282,11 +282,12 @@ def _early_exit_reason(snap: Snapshot, limits) -> str:
 
 def grade_one(assignment: Assignment, submission: Submission, facts: dict, seed: int,
               runner: Runner | None = None, keep_runs: Callable[[dict[str, Snapshot]], None] | None = None) -> Record:
-    """`grade`, but a grader bug still leaves a record for this student (marked as the grader's error)."""
+    """`grade`, but a grader bug still leaves a record for this student (marked as the grader's error). Its text is
+    valid whatever the run sent (a lone surrogate a check quoted is U+FFFD), so every writer and printer takes it."""
     try:
-        return grade(assignment, submission, facts, seed, runner, keep_runs)
+        return cast(Record, clean_data(grade(assignment, submission, facts, seed, runner, keep_runs)))
     except Exception:  # a grader bug must still leave a record for this student
         detail = traceback.format_exc(limit=3).strip().splitlines()[-1]
         record = error_record(assignment, submission, f"The grader failed on this submission ({detail}); please report it.", seed)
         record["grader_error"] = traceback.format_exc(limit=12)[-4000:]
-        return record
+        return cast(Record, clean_data(record))

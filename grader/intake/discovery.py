@@ -98,7 +98,7 @@ def load_submission_folder(folder: Path, expected_name: str, max_bytes: int) -> 
 
 def load_single(path: Path, expected_name: str, max_bytes: int) -> Submission:
     """One file given directly (`grader check FILE`)."""
-    submission = Submission(id=path.stem or path.name, path=path, relative=path.name)
+    submission = Submission(id=printable(path.stem or path.name), path=path, relative=printable(path.name))
     return _load(submission, expected_name, max_bytes)
 
 

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from grader.common.text import parses
 
 CODE_CELL_MAGICS = ("time", "capture")   # cell magics whose body IPython runs in the notebook's namespace
+REALIGN_DIFF_LIMIT = 250_000         # lines before x lines after that difflib may align (its worst case)
 LOOP_LIMIT = 500                         # transforms of one statement at most (IPython's own TRANSFORM_LOOP_LIMIT)
 
 
@@ -119,14 +120,32 @@ def _statement_starts(tokens_by_line: list[list], count: int) -> list[int]:
 
 
 def _realign(before: list[str], after: list[str], origin: list[int]) -> list[int]:
-    """The cell line each line of `after` came from: IPython replaces runs of lines by fewer (or changed) lines."""
-    mapped: list[int] = []
-    matcher = difflib.SequenceMatcher(None, before, after, autojunk=False)
-    for _, i1, i2, j1, j2 in matcher.get_opcodes():
-        for k in range(j2 - j1):
-            source = min(i1 + k, i2 - 1) if i2 > i1 else max(i1 - 1, 0)
-            mapped.append(origin[source] if origin else 1)
-    return mapped
+    """The cell line each line of `after` came from: IPython replaces runs of lines by fewer (or changed) lines.
+
+    Linear in the number of lines: the lines both share at the start and at the end map one to one, a changed
+    middle of the same length maps line by line (stripped prompts or indentation), and only a small changed middle
+    is aligned by difflib (quadratic in the worst case, so a larger one maps by position)."""
+    if before == after:
+        return list(origin) if origin else [1] * len(after)
+    limit = min(len(before), len(after))
+    head = 0
+    while head < limit and before[head] == after[head]:
+        head += 1
+    tail = 0
+    while tail < limit - head and before[-1 - tail] == after[-1 - tail]:
+        tail += 1
+    old, new = before[head:len(before) - tail], after[head:len(after) - tail]
+    middle: list[int] = []   # for each line of `new`, its index in `old`
+    if len(old) == len(new):
+        middle = list(range(len(new)))
+    elif old and new and len(old) * len(new) <= REALIGN_DIFF_LIMIT:
+        matcher = difflib.SequenceMatcher(None, old, new, autojunk=False)
+        for _, i1, i2, j1, j2 in matcher.get_opcodes():
+            middle += [min(i1 + k, i2 - 1) if i2 > i1 else max(i1 - 1, 0) for k in range(j2 - j1)]
+    else:
+        middle = [min(k, len(old) - 1) if old else -1 for k in range(len(new))]
+    sources = [*range(head), *(head + i for i in middle), *range(len(before) - tail, len(before))]
+    return [origin[max(source, 0)] if origin else 1 for source in sources]
 
 
 def _cell_magic(lines: list[str], origin: list[int], budget: Budget) -> CellPython:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
+from grader.common.text import clean
 from grader.intake.ipython_cells import Budget, cell_python
 
 NOT_RUN_LISTED = 5     # IPython-only lines named in the note; beyond, "and K more"
@@ -57,6 +58,7 @@ def notebook_cells(text: str) -> tuple[list[Cell], list[str]]:
             raise NotebookError(f"cell {position} (counting every cell from the top) has no readable source")
         if not source.strip():
             continue      # Jupyter gives an empty cell no number
+        source = clean(source)   # JSON carries lone surrogates ("\ud800"); no file or run could take them
         python = cell_python(source, budget)
         number = len(code) + 1
         code.append(Cell(number, python.source))

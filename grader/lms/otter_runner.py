@@ -33,6 +33,7 @@ from otter.run.run_autograder.runners.abstract_runner import AbstractLanguageRun
 from otter.run.run_autograder.utils import OtterRuntimeError, print_output
 from otter.test_files import GradingResults, TestCase, TestCaseResult, TestFile
 
+from grader.common.text import clean_data
 from grader.common.user_cache import named_cache_dir, user_cache_dir
 from grader.config.assignment import Assignment, load
 from grader.grading.grade import grade_one
@@ -161,6 +162,7 @@ class SandboxedRunner(AbstractLanguageRunner):
                 except Exception as error:  # the reference did not run: the autograder is broken, not the student
                     raise _unprepared(error) from None
                 record = grade_one(assignment, submission, warm.facts, seed, warm.runner)
+        record = clean_data(record)   # valid text whatever the run sent: otter prints and writes it
         Path("results/record.json").write_text(json.dumps(record, indent=2, default=str))   # for the instructor
         results = SandboxedGradingResults.from_record(record, time.monotonic() - started,
                                                       {spec.id: spec.title for spec in assignment.checks})
@@ -237,7 +239,7 @@ def run_gradescope(autograder_dir: str = "/autograder") -> None:
         results = Path(autograder_dir) / "results" / "results.json"
         if not results.is_file():
             results.parent.mkdir(parents=True, exist_ok=True)
-            results.write_text(json.dumps(failure_results(error), indent=2))
+            results.write_text(json.dumps(clean_data(failure_results(error)), indent=2))
         traceback.print_exc()
 
 

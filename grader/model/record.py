@@ -9,6 +9,8 @@ The README's `<id>.json` row is tested against these keys (tests/test_record_sch
 import json
 from typing import Any, NotRequired, TypedDict, cast
 
+from grader.common.text import clean_data
+
 
 class CheckRecord(TypedDict):
     """One check's outcome (`CheckResult` in the engine, as stored)."""
@@ -72,13 +74,15 @@ class Record(TypedDict):
 
 
 def record_to_json(record: Record) -> str:
-    """The record as written to `<id>.json` (NaN refused: JSON has none; an odd value is written as its str)."""
-    return json.dumps(record, indent=2, allow_nan=False, default=str) + "\n"
+    """The record as written to `<id>.json` (NaN refused: JSON has none; an odd value is written as its str; a lone
+    surrogate, which JSON would write as an escape that no reader can write out again, as U+FFFD)."""
+    return json.dumps(clean_data(record), indent=2, allow_nan=False, default=str) + "\n"
 
 
 def record_from_json(text: str) -> Record:
-    """A record read back; older records (fewer optional keys) load as they are."""
-    record = json.loads(text)
+    """A record read back; older records (fewer optional keys) load as they are, any lone surrogate in them (an
+    escape in the JSON) as U+FFFD."""
+    record = clean_data(json.loads(text))
     if not isinstance(record, dict) or not isinstance(record.get("checks"), list):
         raise ValueError("not a grading record: expected a JSON object with a `checks` list")
     return cast(Record, record)

@@ -44,6 +44,15 @@ class BatchFiles:
         self._figures_for = figures_for
         self._figures: dict[int, dict[str, Any]] = {}
         self._pages: FeedbackPages | None = None
+        self.problems: list[str] = []   # class files that could not be written (the grader's fault), in sentences
+
+    def attempt(self, what: str, write: Callable[[], Any]) -> Any:
+        """Write one class file; a failure is noted (and the others are still written), never the batch's end."""
+        try:
+            return write()
+        except Exception as error:  # noqa: BLE001 -- one class file's trouble is its own
+            self.problems.append(f"{what} could not be written ({type(error).__name__}: {str(error)[:300]})")
+            return None
 
     def figures(self, seed: int) -> dict[str, Any]:
         if seed not in self._figures:
@@ -69,21 +78,24 @@ class BatchFiles:
                similarity: SimilarityReport | None = None, started: float | None = None) -> list[str]:
         """grades.csv, the LMS files and report.html (with the instructor's `similarity` report, if any); returns
         the Canvas warnings."""
-        write_if_changed(self.out / "grades.csv", grades_csv(records, list(self.assignment.groups)))
-        warnings = write_lms_outputs(self.out, records, self.assignment, roster)
+        self.attempt("grades.csv", lambda: write_if_changed(self.out / "grades.csv",
+                                                             grades_csv(records, list(self.assignment.groups))))
+        warnings = self.attempt("the LMS files", lambda: write_lms_outputs(self.out, records, self.assignment, roster))
         # The class report (and its charts) is drawn again only when a record changed: a re-run that graded nothing
         # keeps the page the run that graded them wrote. The page ends with a digest of what it was drawn from.
-        trailer = f"<!-- grader report inputs: {_report_inputs(records, self.assignment, similarity)} -->\n"
+        inputs = self.attempt("report.html's digest", lambda: _report_inputs(records, self.assignment, similarity))
+        trailer = f"<!-- grader report inputs: {inputs} -->\n"
         try:
             with open(self.out / "report.html", "rb") as page:
                 page.seek(max(0, page.seek(0, 2) - len(trailer)))
                 unchanged = page.read().decode("ascii", "replace") == trailer
         except OSError:
             unchanged = False
-        if not unchanged:
-            write_class_report(self.out, records, self.assignment, run_info, similarity,
-                               started if started is not None else time.monotonic(), trailer)
-        return warnings
+        if not unchanged or inputs is None:
+            self.attempt("report.html", lambda: write_class_report(
+                self.out, records, self.assignment, run_info, similarity,
+                started if started is not None else time.monotonic(), trailer))
+        return warnings or []
 
     def _page(self, record: Record) -> None:
         if self._pages is None:

@@ -88,6 +88,17 @@ def _isolation(record: Record) -> str | None:
 
 # ---- class report ------------------------------------------------------------------------------------
 
+def _section(notes: list[str], what: str, make):
+    """`make()`, or None with a short note in `notes` when it fails: each part of report.html (the class summary,
+    the similarity section, each figure) is drawn on its own, and a failing one never takes the others with it."""
+    try:
+        return make()
+    except Exception as error:  # noqa: BLE001 -- one section's trouble is its own
+        notes.append(f"{what} could not be drawn ({type(error).__name__}: {str(error)[:200]}); the rest of this page, "
+                     "grades.csv and the per-student files are complete.")
+        return None
+
+
 def class_context(records: list[Record], assignment, run_info: dict) -> dict[str, Any]:
     records = sorted(records, key=lambda r: str(r.get("submission")))
     graded = [r for r in records if r.get("status") == "graded"]
@@ -149,17 +160,20 @@ def class_context(records: list[Record], assignment, run_info: dict) -> dict[str
     percents = [_percent(r) for r in records]
     average = class_average(records, getattr(assignment, "max_score", None))
     environment = dict(run_info.get("environment") or (records[0].get("environment", {}) if records else {}))
+    drawing: list[str] = []   # figures that could not be drawn
     return {
+        "summary": True, "section_notes": drawing,
         "title": getattr(assignment, "title", "") or getattr(assignment, "id", ""),
         "assignment_id": getattr(assignment, "id", ""),
         "generated": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
         "n": len(records), "n_graded": len(graded), "n_errored": len(errored),
         "max_score": getattr(assignment, "max_score", records[0]["max_score"] if records else 0.0),
         "average": average,
-        "histogram": _figures().score_histogram(percents) if records else None,
+        "histogram": _section(drawing, "The score histogram", lambda: _figures().score_histogram(percents))
+        if records else None,
         "checks": check_rows, "groups": group_rows,
-        "check_chart": _figures().pass_rate_chart([(row["id"], row["rate"], row["partial_rate"]) for row in check_rows])
-        if check_rows and graded else None,
+        "check_chart": _section(drawing, "The pass-rate chart", lambda: _figures().pass_rate_chart(
+            [(row["id"], row["rate"], row["partial_rate"]) for row in check_rows])) if check_rows and graded else None,
         "feedback": [{"count": n, "check": check_id, "text": text}
                      for (check_id, text), n in feedback_counts.most_common(TOP_MESSAGES)],
         "notes": [{"count": n, "text": text} for text, n in note_counts.most_common(TOP_MESSAGES)],
@@ -294,10 +308,22 @@ def write_class_report(out: Path, records: list[Record], assignment, run_info: d
     started = time.monotonic() if started is None else started
     path = Path(out) / "report.html"
     try:
-        context = class_context(records, assignment, run_info or {})
+        notes: list[str] = []
+        env = _environment()
+        title = getattr(assignment, "title", "") or getattr(assignment, "id", "")
+        context = (_section(notes, "The class summary", lambda: class_context(records, assignment, run_info or {}))
+                   or {"summary": False, "title": title, "section_notes": []})
         context["report_seconds"] = time.monotonic() - started
-        context["similarity"] = similarity_context(similarity) if similarity is not None else None
-        page = _environment().get_template("report.html.j2").render(context)
+        context["similarity_html"] = _section(notes, "The similarity section", lambda: Markup(
+            env.get_template("similarity_section.html.j2").render(similarity=similarity_context(similarity)))) \
+            if similarity is not None else None
+        context["section_notes"] = notes + context["section_notes"]
+        template = env.get_template("report.html.j2")
+        page = _section(notes, "The class summary", lambda: template.render(context)) if context["summary"] else None
+        if page is None:   # the summary's data or its drawing failed: the page still holds the other sections
+            context["summary"] = False
+            context["section_notes"] = notes
+            page = template.render(context)
     except Exception as error:  # the grades and the other outputs are written already: say so, do not crash
         page = _fallback_page("Class report", f"The class report could not be drawn ({type(error).__name__}: "
                                               f"{error}); grades.csv and the per-student files are complete.")

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from grader.common.files import atomic_write, write_if_changed
 from grader.common.markdown import fence, md_block, md_line
+from grader.common.text import clean_data
 from grader.intake.discovery import safe_filename
 from grader.lms.canvas import Roster, canvas_csv, column_header, late
 from grader.lms.gradescope import OtterSettings, results_json
@@ -38,7 +39,8 @@ def write_lms_outputs(out: Path, records: list[Record], assignment, roster: Rost
     settings, titles = otter_settings(assignment), check_titles(assignment)
     for record in records:   # unchanged files are left alone: a re-run of a graded class rewrites (and syncs) none
         write_if_changed(gradescope_path(out, record["submission"]),
-                         json.dumps(results_json(record, settings=settings, titles=titles), indent=2, allow_nan=False)
+                         json.dumps(clean_data(results_json(record, settings=settings, titles=titles)), indent=2,
+                                    allow_nan=False)
                          + "\n")
     write_if_changed(out / "final_grades.csv", final_grades_csv(records, [(c.id, c.points) for c in assignment.checks]))
     text, warnings = canvas_csv(records, column_header(assignment), assignment.max_score, roster)

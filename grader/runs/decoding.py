@@ -8,7 +8,8 @@ Everything here is total: whatever a frame holds (a forged one included), decodi
 - arrays are read by a strict `.npy` parser (no pickle, no eval), sized on bytes from the header before any
   copy, and keep their own numeric dtype in native byte order (an int8 array stays 1 byte an element);
 - containers hold at most the harness's own bound of items (a longer one was not sent by the harness);
-- strings and the text fields of frames are cut to fixed lengths before anything is built from them.
+- strings and the text fields of frames are cut to fixed lengths before anything is built from them, and hold
+  valid Unicode (a lone surrogate, which JSON carries and no writer accepts, becomes U+FFFD).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from grader.common.text import clean
 from grader.sandbox.child.encoding import MAX_ITEMS, MAX_STR
 
 MAX_DEPTH = 12                      # nesting the parent reads (the harness sends at most 8)
@@ -60,9 +62,9 @@ INVALID = Opaque("invalid", "invalid")
 
 def text(value: Any, limit: int) -> str:
     """A frame's text field, cut to `limit`: a string as it is, a JSON scalar as its str, anything else empty
-    (str() of a forged 8 MiB list would cost before the cut)."""
+    (str() of a forged 8 MiB list would cost before the cut); a lone surrogate becomes U+FFFD."""
     if isinstance(value, str):
-        return value[:limit]
+        return clean(value[:limit])
     if value is None or isinstance(value, (bool, float)) or (isinstance(value, int) and -INT64 <= value < INT64):
         return str(value)[:limit]
     return ""
@@ -133,7 +135,7 @@ def decode(encoded: Any, depth: int = 0) -> Any:
         return decode_float(encoded.get("v"))
     if tag == "str":
         value = encoded.get("v", "")
-        return value[:MAX_STR] if isinstance(value, str) else Opaque("invalid", "str")
+        return clean(value[:MAX_STR]) if isinstance(value, str) else Opaque("invalid", "str")
     if tag in ("list", "tuple", "dict"):
         return _decode_container(str(tag), encoded, depth)
     if tag == "array":

@@ -13,6 +13,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from grader.common.text import clean
 from grader.intake.notebook import where as where  # how feedback cites a place (checks import it from here)
 from grader.runs.decoding import INVALID, UNFINISHED, Missing, Opaque, decode, decode_array, seconds, text, whole
 from grader.runs.evidence import Evaluation, EvidenceSummary, Sighting, decode_evaluation, decode_sighting
@@ -91,6 +92,7 @@ class Snapshot:
     cpu_wait_allowance_seconds: float = 0.0   # added to the wall limit for time the run waited for a CPU
     memory_limit_hit: bool = False        # the run's cgroup refused it memory or killed it for that
     isolation: str = ""
+    _by_index: tuple[int, dict[int, Statement]] = field(default=(-1, {}), init=False, repr=False, compare=False)
 
     @property
     def failed_statements(self) -> list[Statement]:
@@ -105,9 +107,17 @@ class Snapshot:
         return faults
 
     def statement(self, index: int) -> Statement | None:
+        """The first statement the run reported with this index: O(1) (forged frames may number statements in any
+        order; an index of them is built once per length of the list, never a scan per lookup)."""
         if 0 <= index < len(self.statements) and self.statements[index].index == index:
             return self.statements[index]
-        return next((s for s in self.statements if s.index == index), None)
+        count, by_index = self._by_index
+        if count != len(self.statements):
+            by_index = {}
+            for statement in self.statements:
+                by_index.setdefault(statement.index, statement)
+            self._by_index = (len(self.statements), by_index)
+        return by_index.get(index)
 
     def statement_assigning(self, name: str) -> Statement | None:
         """The last statement that binds `name` at top level, if it failed (to explain a missing value)."""
@@ -141,6 +151,7 @@ def _apply_frame(snap: Snapshot, frame: dict) -> dict | None:
     if kind in ("value", "probe"):
         name = frame.get("name")
         if isinstance(name, str) and len(name) <= MAX_NAME:
+            name = clean(name)
             (_apply_value if kind == "value" else _apply_probe)(snap, name, frame)
     elif kind == "evaluation":
         if len(snap.evaluations) < MAX_EVIDENCE:
@@ -210,8 +221,8 @@ def _apply_probe(snap: Snapshot, name: str, frame: dict) -> None:
 def _set_ending(snap: Snapshot, raw: RawRun, done: dict | None) -> None:
     if not raw.setup_ok:
         # Read from the control pipe, which the harness closes before student code: a channel frame cannot fake it.
-        snap.setup_error = str(raw.setup.get("message") or raw.grader_failure
-                               or "the run ended before the grader had set it up")[:500]
+        snap.setup_error = clean(str(raw.setup.get("message") or raw.grader_failure
+                                     or "the run ended before the grader had set it up")[:500])
         snap.ending = "setup_failed"
     elif raw.killed_at_wall_limit:
         snap.ending = "killed_wall"
@@ -240,7 +251,7 @@ def _set_ending(snap: Snapshot, raw: RawRun, done: dict | None) -> None:
 def _exit_code(value: Any) -> int | str | None:
     """sys.exit's argument as the run reported it: an int64, a short string, or None."""
     if isinstance(value, str):
-        return value[:200]
+        return clean(value[:200])
     return value if isinstance(value, int) and not isinstance(value, bool) and whole(value, 0) == value else None
 
 
@@ -249,7 +260,7 @@ def _list(value: Any) -> list:
 
 
 def _names(value: Any) -> list[str]:
-    return [n for n in _list(value)[:200] if isinstance(n, str) and len(n) <= MAX_NAME]
+    return [clean(n) for n in _list(value)[:200] if isinstance(n, str) and len(n) <= MAX_NAME]
 
 
 def _cell(value: Any) -> int | None:

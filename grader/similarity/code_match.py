@@ -1,10 +1,11 @@
 """Code similarity across a batch: each document's own fingerprints, an index of them, the pairs that share them.
 
 A document's own code is what is left after boilerplate: statements equal (normalised) to one of the
-starter's or the reference solution's are dropped, and so is every fingerprint found anywhere in them. A
-fingerprint held by more documents than the common limit is an idiom of the class, not a sign of copying,
-and is dropped too. Pairs are found through an index from fingerprint to documents, so the work grows with
-the number of pairs that share something rather than with every pair of the class.
+starter's or the reference solution's are dropped, and so is every fingerprint found anywhere in them. Idioms
+come only from that given code (the boilerplate the assignment names), never from how many students share a
+fingerprint: six students handing in the same own code are six copies, not an idiom of the class, and are
+reported as a cluster whatever its size. Pairs are found through an index from fingerprint to documents, so the
+work grows with the number of pairs that share own code rather than with every pair of the class.
 
 Scores: `a_in_b` is the share of A's own tokens covered by fingerprints B also has (and the reverse); the
 code score is the larger of the two, scaled down when fewer than `substantial_tokens` tokens are shared on
@@ -24,6 +25,9 @@ from grader.similarity.store import Chunk, Document
 from grader.similarity.tokens import Unit, units_of
 
 MAX_REGIONS = 8
+BANDS, ROWS = 8, 4           # MinHash bands of near-identical own code (see `_bands`)
+MIX = np.uint64(0x9E3779B97F4A7C15)
+SIGNATURE_SEEDS = np.array([(0xD1B54A32D192ED03 * (n + 1)) % 2**64 for n in range(BANDS * ROWS)], dtype=np.uint64)
 MAX_REGION_LINES = 40
 
 
@@ -106,39 +110,67 @@ def prepare(documents: list[Document], boilerplate: Boilerplate, settings: Simil
             if value not in boilerplate.hashes and _covered(doc, [position]):
                 own[value].append(position)
         doc.own = dict(own)
+        doc.own_tokens = _covered(doc, [p for positions in doc.own.values() for p in positions])
         prepared.append(doc)
     return prepared
 
 
-def drop_common(prepared: list[CodeDoc], limit: int) -> set[int]:
-    """Remove fingerprints more than `limit` documents hold; returns them."""
-    holders: dict[int, int] = defaultdict(int)
-    for doc in prepared:
-        for value in doc.own:
-            holders[value] += 1
-    common = {value for value, count in holders.items() if count > limit}
-    for doc in prepared:
-        for value in common & doc.own.keys():
-            del doc.own[value]
-        doc.own_tokens = _covered(doc, [p for positions in doc.own.values() for p in positions])
-    return common
+def shared_pairs(prepared: list[CodeDoc], current: int, limit: int,
+                 substantial: int) -> dict[tuple[int, int], list[int]]:
+    """(i, j) -> the fingerprints both hold, for every pair found; documents from `current` on are from earlier
+    terms and are paired only with this batch's.
 
-
-def shared_pairs(prepared: list[CodeDoc], current: int) -> dict[tuple[int, int], list[int]]:
-    """(i, j) -> the fingerprints both hold, for every pair that shares one; documents from `current` on are
-    from earlier terms and are paired only with this batch's."""
+    Pairs are found two ways, neither of which enumerates every pair of a fingerprint the whole class holds: through
+    fingerprints at most `limit` documents hold (each gives at most limit² pairs), and through near-identical own
+    code (documents whose own fingerprints agree in one MinHash band: a ring of any size, however common what it
+    shares; documents with fewer than half `substantial` own tokens, which cannot score much, are left out of it).
+    A pair found either way then shares every fingerprint both hold."""
     index: dict[int, list[int]] = defaultdict(list)
     for number, doc in enumerate(prepared):
         for value in doc.own:
             index[value].append(number)
-    pairs: dict[tuple[int, int], list[int]] = defaultdict(list)
-    for value, holders in index.items():
-        for a_pos, a in enumerate(holders):
-            if a >= current:
-                break        # holders are in document order: earlier terms come last
-            for b in holders[a_pos + 1:]:
-                pairs[(a, b)].append(value)
+    candidates: set[tuple[int, int]] = set()
+    for holders in index.values():
+        if len(holders) <= limit:
+            _add_pairs(candidates, holders, current)
+    buckets: dict[tuple[int, bytes], list[int]] = defaultdict(list)
+    for number, doc in enumerate(prepared):
+        if doc.own_tokens * 2 >= substantial:
+            for key in _bands(doc.own):
+                buckets[key].append(number)
+    for holders in buckets.values():
+        if len(holders) > 1:
+            _add_pairs(candidates, holders, current)
+    pairs: dict[tuple[int, int], list[int]] = {}
+    for a, b in sorted(candidates):
+        mine, theirs = prepared[a].own, prepared[b].own
+        shared = [value for value in mine if value in theirs]
+        if shared:
+            pairs[(a, b)] = shared
     return pairs
+
+
+def _add_pairs(candidates: set[tuple[int, int]], holders: list[int], current: int) -> None:
+    for a_pos, a in enumerate(holders):
+        if a >= current:
+            break        # holders are in document order: earlier terms come last
+        for b in holders[a_pos + 1:]:
+            candidates.add((a, b))
+
+
+def _bands(own: dict[int, list[int]]) -> list[tuple[int, bytes]]:
+    """The document's MinHash signature of its own fingerprints, cut in bands: two documents sharing a share J of
+    their fingerprints meet in at least one band with probability 1 - (1 - J^ROWS)^BANDS (J = 0.9: 1.0; J = 0.3:
+    0.12; J = 0.1: 0.002)."""
+    if not own:
+        return []
+    values = np.fromiter(own.keys(), dtype=np.uint64, count=len(own))
+    with np.errstate(over="ignore"):
+        mixed = (values[None, :] ^ SIGNATURE_SEEDS[:, None]) * MIX
+        mixed ^= mixed >> np.uint64(31)
+        mixed *= MIX
+    signature = mixed.min(axis=1).reshape(BANDS, ROWS)
+    return [(band, signature[band].tobytes()) for band in range(BANDS)]
 
 
 def match(a: CodeDoc, b: CodeDoc, shared: list[int], settings: SimilaritySettings) -> CodeMatch:

@@ -19,7 +19,7 @@ from grader.config.assignment import Assignment
 from grader.config.similarity import SimilaritySettings, similarity_settings
 from grader.intake.discovery import Submission
 from grader.runs.snapshot import Snapshot
-from grader.similarity.code_match import Boilerplate, CodeMatch, drop_common, match, prepare, regions, shared_pairs
+from grader.similarity.code_match import Boilerplate, CodeMatch, match, prepare, regions, shared_pairs
 from grader.similarity.store import Document, boilerplate_chunks, load_earlier, load_results, write_sidecar
 from grader.similarity.value_match import SharedValue, exercise_values, shared_values, value_names, value_score
 
@@ -137,9 +137,8 @@ def build_report(current: list[Document], earlier: list[Document], boilerplate: 
                  threshold: float) -> SimilarityReport:
     documents = current + earlier
     limit = common_limit(settings, len(documents))
-    prepared = prepare(documents, boilerplate, settings)
-    drop_common(prepared, limit)
-    code_pairs = shared_pairs(prepared, len(current))
+    prepared = prepare(documents, boilerplate, settings)   # idioms: the given code only, never a count of holders
+    code_pairs = shared_pairs(prepared, len(current), limit, settings.substantial_tokens)
     value_pairs = shared_values(documents, len(current), settings, limit, exercise_of, given_text)
     scored = []
     for key in set(code_pairs) | set(value_pairs):

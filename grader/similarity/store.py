@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from grader.common.files import atomic_write
+from grader.common.text import clean_data
 from grader.intake.discovery import Submission, discover, safe_filename
 from grader.intake.notebook import NotebookError, notebook_cells
 from grader.model.record import Record, record_from_json
@@ -66,7 +67,7 @@ def write_sidecar(out: Path, submission: Submission, values: dict[str, Any] | No
     """Keep a submission's code (and, when it ran, its exercise values) for the similarity report."""
     data = {"format": FORMAT, "submission": submission.id, "file": submission.relative, "sha256": submission.sha256,
             "chunks": [{"cell": c.cell, "source": c.source} for c in chunks_of(submission)], "values": values}
-    atomic_write(sidecar_path(out, submission.id), json.dumps(data, allow_nan=False, default=str) + "\n")
+    atomic_write(sidecar_path(out, submission.id), json.dumps(clean_data(data), allow_nan=False, default=str) + "\n")
 
 
 def ensure_sidecars(out: Path, submissions: list[Submission]) -> None:
@@ -172,7 +173,7 @@ def _read_record(folder: Path, stored: dict | None) -> Record | None:
 
 def _read_json(path: Path) -> dict | None:
     try:
-        data = json.loads(path.read_text())
+        data = clean_data(json.loads(path.read_text()))
     except (OSError, ValueError, UnicodeDecodeError, RecursionError):
         return None
     return data if isinstance(data, dict) else None
