@@ -24,11 +24,10 @@ from grader.grading.engine import (
     RunView,
     _combine,
     evaluate,
-    grader_faults,
-    reported_faults,
     run_checks,
 )
 from grader.grading.grade import build_oracle
+from grader.grading.run_faults import grader_faults, reported_faults
 from grader.runs.evidence import Evaluation, Sighting
 from grader.runs.jobs import setup_parameters
 from grader.runs.provenance import Provenance

@@ -31,13 +31,14 @@ from typing import Any
 from grader.common.text import clip
 from grader.config.assignment import Assignment, CheckSpec
 from grader.grading.check_budget import RECORD_LOCK, Budget
+from grader.grading.run_faults import errors_only_in, grader_faults
 from grader.intake.regions import RegionLines, region_lines
 from grader.model.limits import Limits
 from grader.model.verdicts import passed
 from grader.runs.evidence import Evaluation, Sighting
 from grader.runs.places import failure_place
 from grader.runs.provenance import Binding, Provenance
-from grader.runs.snapshot import UNFINISHED, Missing, Opaque, Snapshot, Statement, where
+from grader.runs.snapshot import UNFINISHED, Missing, Opaque, Snapshot, where
 
 
 @dataclass
@@ -339,39 +340,6 @@ def _charged_feedback(spec: CheckSpec, bug: CheckBug, compared: bool) -> str:
     reference = " (the reference solution's values do not)" if compared else ""
     return (f"The check could not use your values: reading them raised {bug.kind}{reference}. Look at the type, "
             f"shape and size of {values}: they differ from what the exercise produces.")
-
-
-def errors_only_in(scenario: str, snapshots: dict[str, Snapshot]) -> list[Statement]:
-    """Statements that raised in `scenario` but not in baseline (the student never sees these locally)."""
-    if scenario == "baseline" or "baseline" not in snapshots:
-        return []
-    baseline = {(b.line, b.cell) for b in snapshots["baseline"].failed_statements}   # one pass each, not a pair scan
-    return [s for s in snapshots[scenario].failed_statements if s.error and (s.line, s.cell) not in baseline]
-
-
-def grader_faults(snapshots: dict[str, Snapshot]) -> dict[str, list[str]]:
-    """Scenario -> why the grader failed to set that run up (empty lists are left out).
-
-    Only what the student's process could not have written counts: the harness's set-up report on its control
-    pipe (closed before the first student statement) and the sandbox's own status. An error that a run's data
-    channel attributes to the grader's code is never taken on its word (`reported_faults` lists it for the
-    instructor); the scenario replacements are written so that they cannot raise errors of their own."""
-    return {name: [f"the grader could not prepare the run ({snapshot.setup_error})"]
-            for name, snapshot in snapshots.items() if snapshot.setup_error}
-
-
-def reported_faults(snapshots: dict[str, Snapshot]) -> dict[str, list[str]]:
-    """Errors a run reported as raised inside the grader's own code (claims from the student's process)."""
-    found: dict[str, list[str]] = {}
-    for name, snapshot in snapshots.items():
-        only_here = {id(statement) for statement in errors_only_in(name, snapshots)}
-        for statement in snapshot.failed_statements:
-            error = statement.error or {}
-            if (error.get("grader_fault") or error.get("through_setup")) and (name == "baseline" or id(statement) in only_here):
-                found.setdefault(name, []).append(
-                    f"{where(statement.line, statement.cell)} raised {error.get('type')} inside the grader's own code "
-                    f"(as the run reported it): {str(error.get('message'))[:200]}")
-    return found
 
 
 def _bug_report(bugs: dict[str, CheckBug], charged: dict[str, CheckBug]) -> str:

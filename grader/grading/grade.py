@@ -13,13 +13,9 @@ from grader.api.values import json_safe
 from grader.common.environment import environment
 from grader.common.text import clean_data, clip
 from grader.config.assignment import Assignment
-from grader.grading.engine import (
-    CheckResult,
-    grader_faults,
-    reported_faults,
-    run_checks,
-)
+from grader.grading.engine import CheckResult, run_checks
 from grader.grading.reference_runs import reference_runs
+from grader.grading.run_faults import grader_faults, reported_faults
 from grader.intake.discovery import Submission
 from grader.intake.notebook import Cell, joined_line_places
 from grader.intake.regions import region_lines, unfinished_exercises
