@@ -228,6 +228,9 @@ def main() -> None:
             continue
         if not result["unchanged"]:
             changed.append(seed)
+        print(f"seed {seed}: largest share used {max(result['used'].values()):.3f}, smallest separation "
+              f"{min(v for k, v in result['apart'].items() if not k.startswith('finite: forward')):.1f}, "
+              f"unchanged {result['unchanged']}", flush=True)
         for name, fraction in result["used"].items():
             worst[name] = max(worst.get(name, 0.0), fraction)
         for name, separation in result["apart"].items():
