@@ -89,15 +89,18 @@ def render(assignment: Assignment, scaffold: bool = True) -> Rendered:
     return Rendered(python, notebook, chunks)
 
 
-def public_code(assignment: Assignment) -> str:
+def public_code(assignment: Assignment, with_sampler: bool = False) -> str:
     """The code every student may read, which warms the compilation cache every run reads
     (grader.runs.compile_cache): the starter's Python, or the reference solution itself where the lesson page shows
-    it (`solution_is_public`; its programs then cover the exercises too, so honest runs compile far less). Empty
-    when neither can be read: runs then compile everything."""
+    it (`solution_is_public`; its programs then cover the exercises too, so honest runs compile far less), and with
+    `with_sampler` the assignment's method sampler after it (a large batch: common honest forms compiled once).
+    Empty when neither can be read: runs then compile everything."""
     try:
-        return assignment.public_solution() or render(assignment).python
+        code = assignment.public_solution() or render(assignment).python
     except (BuildError, OSError):
         return ""
+    sampler = assignment.method_sampler() if with_sampler and code else ""
+    return code + ("\n\n" + sampler if sampler else "")
 
 
 def write_starters(assignment: Assignment, out: Path) -> list[Path]:

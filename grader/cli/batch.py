@@ -113,9 +113,11 @@ def grade_folder(assignment: Assignment, folder: Path, out: Path, workers: int |
                   f"{to_grade}.")
     if any(not s.problem for s in pending):   # something will run: warm up first (a file that cannot run needs none)
         progress.stage("Warming up")
+        runnable = sum(1 for s in pending if not s.problem)
+        sampler = runnable >= assignment.method_sampler_min_submissions   # its compiling pays back over a class
         try:
             with warmed_up(assignment, seeds, progress.note, cache, steps=progress.note,
-                           public_source=public_code(assignment), batch_seed=seed) as warm:
+                           public_source=public_code(assignment, with_sampler=sampler), batch_seed=seed) as warm:
                 result.records += _grade(assignment, pending, warm.facts, seed, warm.runner, workers, progress, files,
                                          warm, out)
                 warm.figures()   # a warm-up that failed after the last record is still the batch's failure

@@ -97,6 +97,24 @@ class Assignment:
         runs leave where a student's run can read it (compiled programs that name its method) reveals nothing."""
         return bool(self.config["assignment"].get("solution_is_public", False))
 
+    def method_sampler(self) -> str:
+        """[assignment] method_sampler: code the instructor wrote that computes the exercises the common honest ways,
+        run after the public solution when a large batch warms the compilation cache (so most honest runs compile
+        nothing of their own). Only where the solution is public: the sampler names methods, as the page does."""
+        relative = self.config["assignment"].get("method_sampler")
+        if not relative or not self.solution_is_public:
+            return ""
+        try:
+            return (self.root / relative).read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            return ""
+
+    @property
+    def method_sampler_min_submissions(self) -> int:
+        """A batch warms the cache with the sampler only when it grades at least this many submissions: its
+        compiling costs every batch once and pays back per submission."""
+        return int(self.config["assignment"].get("method_sampler_min_submissions", 20))
+
     def public_solution(self) -> str:
         """The reference solution's code where the lesson page shows it (`solution_is_public`), else "": code
         that may warm the compilation cache every run reads (grader/runs/compile_cache.py)."""

@@ -38,7 +38,9 @@ ASSIGNMENT_KEYS = {"id": "", "title": "", "solution": "solutions/<id>.py (the re
                    "submission_filename": "", "max_submission_bytes": "1048576 (larger files are not run)",
                    "contract": '["x", ...] (the top-level names the checks read)', "reference_facts": "",
                    "seed_parameter": '"lesson_seed" (the [parameters] entry holding the lesson\'s RNG seed)',
-                   "solution_is_public": "true when the lesson page itself shows the solution (false by default)"}
+                   "solution_is_public": "true when the lesson page itself shows the solution (false by default)",
+                   "method_sampler": "assignments/<id>/method_sampler.py (common honest forms, warming large batches)",
+                   "method_sampler_min_submissions": "20 (the smallest batch the sampler warms)"}
 ASSIGNMENT_REQUIRED = ("solution", "max_submission_bytes", "contract", "seed_parameter")
 SCENARIO_KEYS = ("description", "setup", "fresh_seed", "failure_hint")
 GROUP_KEYS = ("points", "title")
