@@ -56,6 +56,18 @@ def test_a_public_solution_warms_the_cache_and_a_private_one_never_does(assignme
     assert "jax.jvp(jax.grad(plain)" not in starter       # the HVP exercise is a TODO in what every student gets
 
 
+def test_the_method_sampler_follows_a_public_solution_only(assignment):
+    """A large batch warms the cache with the sampler after the public solution (issue 29); it names methods, so a
+    private solution's lesson never gets it."""
+    public = grader.config.assignment.load("performance-05")
+    sampler = public.method_sampler()
+    assert sampler and "jax.hessian" in sampler
+    sampled = public_code(public, with_sampler=True)
+    assert sampled.startswith(public.solution_path.read_text(encoding="utf-8")) and sampled.endswith(sampler)
+    assert assignment.method_sampler() == "" and public_code(assignment, with_sampler=True) == public_code(assignment)
+    assert public.method_sampler_min_submissions >= 2
+
+
 @pytest.mark.slow
 def test_the_programs_hold_none_only_the_reference_solution_compiles(assignment, tmp_path):
     if not compile_cache.can_cache():
