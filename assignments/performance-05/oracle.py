@@ -391,7 +391,7 @@ def size_nudges(seed: int, batch_seed: int, scenario: str, settings: Any) -> Nud
     plain = hessian_vector_product(w, x, v, rules)
     # rematerialized curvature: inside the lesson's tolerance between hvp_plain and hvp_remat, elementwise.
     unit = hessian_vector_product(w, x, v, Rules(terms, curvature, 1.0), checkpointed=True) - plain
-    allowed = share * (settings.lesson_hvp_rtol * np.abs(plain) + settings.lesson_hvp_atol)
+    allowed = settings.remat_share * (settings.lesson_hvp_rtol * np.abs(plain) + settings.lesson_hvp_atol)
     extra = float(np.min(allowed / np.maximum(np.abs(unit), 1e-300))) * rng.uniform(0.8, 1.0) * rng.choice([-1.0, 1.0])
     rules = Rules(terms, curvature, extra)
     remat_shift = float(np.max(np.abs(extra * unit))) / float(np.max(np.abs(plain)))
