@@ -398,11 +398,15 @@ def _written_down(oracle, finite):
         return None
     for label, value in oracle.slopes().items():
         if abs(finite - value) <= 2 * SINGLE * abs(value):
-            return (f"`finite` = {fmt(finite)} equals {label}, not a central difference of the objective's values in "
-                    "this run: the grader's variant run changes what evaluating the objective returns by a tiny amount "
-                    "that only a difference quotient of real evaluations follows. Evaluate the lesson's objective `plain` "
-                    "at x + ε·v and x − ε·v and divide the difference of the two values by 2ε.")
+            return _slope_message(finite, label)
     return None
+
+
+def _slope_message(finite, label):
+    return (f"`finite` = {fmt(finite)} equals {label}, not the central difference of the objective's values in this "
+            "run: the grader's variant run changes what evaluating the objective returns by a tiny amount that only a "
+            "difference quotient of real evaluations follows. Evaluate the lesson's objective `plain` at x + ε·v and "
+            "x − ε·v and divide the difference of the two values by 2ε.")
 
 
 def _finite_diagnosis(run, oracle, settings, finite, eps, honest):
@@ -427,11 +431,7 @@ def _finite_diagnosis(run, oracle, settings, finite, eps, honest):
             return f"`finite` = {fmt(finite)} is {factor:g} times the central difference of the objective at x ± {eps:g}·v: it looks {wording}."
     for label, value in oracle.slopes().items():
         if near(value) and oracle.values_changed:
-            return (f"`finite` = {fmt(finite)} equals {label}, not the central difference of the objective's values "
-                    f"in this run ({fmt(central)} at x ± {eps:g}·v): the grader's variant run changes what evaluating the "
-                    "objective returns by a tiny amount that only a difference quotient of real evaluations follows. "
-                    "Evaluate the lesson's objective `plain` at x + ε·v and x − ε·v and divide the difference of the two "
-                    "values by 2ε.")
+            return _slope_message(finite, label)
     if oracle.values_changed and near(oracle.central_differences(eps, oracle.unchanged)[0]):
         return (f"`finite` = {fmt(finite)} is the central difference of the unchanged objective, not of the objective "
                 "as this run evaluates it: evaluate the lesson's objective `plain` (the JAX function) itself at the two "
