@@ -18,6 +18,7 @@ from pathlib import Path
 
 from grader import __version__
 from grader.authoring.starter import public_code
+from grader.cli.cluster import ClusterGrading, Scheduler
 from grader.common.environment import environment
 from grader.common.files import remove_torn_writes
 from grader.config.assignment import Assignment, ConfigError
@@ -34,7 +35,7 @@ from grader.outputs.similarity_view import write_similarity_csv
 from grader.outputs.writers import result_path
 from grader.runs.jobs import Runner, fresh_variant_seed, scenario_seed
 from grader.similarity.report import SimilarityOptions, run_keeper, safe_similarity, settings_for
-from grader.similarity.store import ensure_sidecars
+from grader.similarity.store import ensure_sidecars, write_sidecar
 
 
 @dataclass
@@ -64,8 +65,10 @@ def previous_record(out: Path, submission: Submission, assignment: Assignment) -
 def grade_folder(assignment: Assignment, folder: Path, out: Path, workers: int | None = None, regrade: bool = False,
                  variant_seed: int | None = None, progress: Progress | Callable[[str], None] | None = None,
                  roster: Path | None = None, similarity: SimilarityOptions | None = None,
-                 cache: Path | None = None) -> BatchResult:
-    """`cache`: the cache folder holding the warm state (default: the user's, grader/common/user_cache.py)."""
+                 cache: Path | None = None, scheduler: Scheduler | None = None) -> BatchResult:
+    """`cache`: the cache folder holding the warm state (default: the user's, grader/common/user_cache.py).
+    `scheduler`: grade on a Dask cluster (its address, a distributed.Client or a cluster object; grader/cli/cluster.py)
+    instead of here: only the per-submission grading moves, everything else stays in this process."""
     started = time.monotonic()
     folder, out = Path(folder).absolute(), Path(out).absolute()   # sandboxes bind these by path: never relative
     progress = progress if isinstance(progress, Progress) else (Progress.lines(progress) if progress else Progress())
@@ -92,18 +95,28 @@ def grade_folder(assignment: Assignment, folder: Path, out: Path, workers: int |
                   f"{to_grade}.")
     seeds = seed_map(assignment, seed)
     warm: WarmUp | None = None
+    remote: ClusterGrading | None = None
 
     def figures_for(record_seed: int) -> dict:
         """The reference's figures in a record's worlds (its variant seed is its batch seed, as grade() ran it):
-        this batch's from its warm-up, others' from the warm state."""
+        this batch's from its warm-up (or the cluster's workers), others' from the warm state."""
         if warm is not None and record_seed == seed:
             return warm.figures()
+        if remote is not None and record_seed in remote.figures:
+            return remote.figures[record_seed]
         return WarmState(assignment, cache).figures(seed_map(assignment, record_seed), record_seed)
 
     files = BatchFiles(out, assignment, figures_for)
     for record in result.records:
         files.reused(record)
-    if any(not s.problem for s in pending):   # something will run: warm up first (a file that cannot run needs none)
+    if scheduler is not None and pending:     # on the cluster: each worker warms up for itself
+        remote = ClusterGrading(scheduler, assignment, seed)
+        try:
+            progress.note(remote.describe())
+            result.records += _grade_remote(remote, pending, progress, files, out)
+        finally:
+            remote.close()
+    elif any(not s.problem for s in pending):   # something will run: warm up first (a file that cannot run needs none)
         progress.stage("Warming up")
         try:
             with warmed_up(assignment, seeds, progress.note, cache, steps=progress.note,
@@ -134,6 +147,28 @@ def grade_folder(assignment: Assignment, folder: Path, out: Path, workers: int |
 def seed_map(assignment: Assignment, variant_seed: int) -> dict[str, int]:
     """Scenario -> the seed it runs with in a batch whose variant seed is `variant_seed`."""
     return {name: scenario_seed(assignment, scenario, variant_seed) for name, scenario in assignment.scenarios.items()}
+
+
+def _grade_remote(remote: ClusterGrading, pending: list[Submission], progress: Progress, files: BatchFiles,
+                  out: Path) -> list[Record]:
+    """`_grade` on a cluster: the records (and the exercise values the similarity report keeps) come back from
+    the workers and are written here, each once, as it arrives."""
+    records: list[Record] = []
+    shown = 0
+    progress.start(len(pending))
+    try:
+        for submission, record, values in remote.grade(pending):
+            for note in remote.notes[shown:]:   # what a worker's warm-up says the user must know (once each)
+                progress.note(f"Cluster: {note}")
+            shown = len(remote.notes)
+            if values is not None:
+                write_sidecar(out, submission, values)
+            files.graded(record)
+            records.append(record)
+            progress.advance(record)
+    finally:
+        progress.finish()
+    return records
 
 
 def _grade(assignment: Assignment, pending: list[Submission], facts: dict, seed: int, runner: Runner | None,
