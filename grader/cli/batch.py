@@ -9,6 +9,7 @@ resumes where it stopped.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import time
 from collections.abc import Callable
@@ -157,15 +158,16 @@ def _grade_remote(remote: ClusterGrading, pending: list[Submission], progress: P
     shown = 0
     progress.start(len(pending))
     try:
-        for submission, record, values in remote.grade(pending):
-            for note in remote.notes[shown:]:   # what a worker's warm-up says the user must know (once each)
-                progress.note(f"Cluster: {note}")
-            shown = len(remote.notes)
-            if values is not None:
-                write_sidecar(out, submission, values)
-            files.graded(record)
-            records.append(record)
-            progress.advance(record)
+        with contextlib.closing(remote.grade(pending)) as results:   # closed at once on Ctrl-C: cancels the rest
+            for submission, record, values in results:
+                for note in remote.notes[shown:]:   # what a worker's warm-up says the user must know (once each)
+                    progress.note(f"Cluster: {note}")
+                shown = len(remote.notes)
+                if values is not None:
+                    write_sidecar(out, submission, values)
+                files.graded(record)
+                records.append(record)
+                progress.advance(record)
     finally:
         progress.finish()
     return records
