@@ -31,7 +31,7 @@ import os
 import shutil
 import tempfile
 import threading
-from collections.abc import Iterator
+from collections.abc import Generator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -215,7 +215,7 @@ class ClusterGrading:
         return (f"Grading on the Dask cluster at {self.client.scheduler.address}: {len(workers)} worker(s), "
                 f"{threads} thread(s); each worker warms up once for this batch.")
 
-    def grade(self, pending: list[Submission]) -> Iterator[tuple[Submission, Record, dict[str, Any] | None]]:
+    def grade(self, pending: list[Submission]) -> Generator[tuple[Submission, Record, dict[str, Any] | None], None, None]:
         """(submission, record, exercise values) as each finishes; Ctrl-C or an error cancels what has not run."""
         from distributed import as_completed
         from distributed.scheduler import KilledWorker
