@@ -24,7 +24,9 @@ from live_processes import processes_with
 
 import grader.cli.batch
 import grader.cli.cluster
+import grader.cli.main
 import grader.config.assignment
+import grader.grading.grade
 import grader.intake.discovery
 from grader.sandbox.isolation import WeakIsolation
 
@@ -85,6 +87,75 @@ def test_a_worker_with_other_versions_refuses(assignment):
     submission = grader.intake.discovery.discover(CORPUS, assignment.submission_filename, 10**6)[0]
     with pytest.raises(grader.cli.cluster.WorkerRefused, match="jax: client 0.0.1"):
         grader.cli.cluster.grade_task(package, SEED, submission)
+
+
+FAKE: dict = {"started": [], "seconds": 0.0, "assignment": None}    # the fake task's, in this process
+
+
+def fake_task(package, seed, submission):
+    """A worker's task that grades nothing (an error record, at once): the client side on its own. At module level,
+    so that an in-process worker runs this very function (Dask pickles it by reference) and shares FAKE."""
+    FAKE["started"].append(submission.id)
+    time.sleep(FAKE["seconds"])
+    record = grader.grading.grade.error_record(FAKE["assignment"], submission, "not graded (a test)", seed)
+    return {"record": record, "values": None, "figures": {}, "notes": ["a note from a worker"]}
+
+
+@pytest.fixture
+def fake(assignment, monkeypatch):
+    monkeypatch.setattr(grader.cli.cluster, "grade_task", fake_task)
+    FAKE.update(started=[], seconds=0.0, assignment=assignment)
+    return FAKE
+
+
+def _submissions(folder: Path, count: int) -> Path:
+    folder.mkdir()
+    for number in range(count):
+        (folder / f"s{number}.py").write_text(f"x = {number}\n", encoding="utf-8")
+    return folder
+
+
+def test_grader_grade_takes_a_scheduler_address(fake, tmp_path, capsys):
+    submissions = _submissions(tmp_path / "submissions", 3)
+    with distributed.LocalCluster(n_workers=1, processes=False, threads_per_worker=2, dashboard_address=None) as local:
+        code = grader.cli.main.main(["grade", str(submissions), "--scheduler", local.scheduler_address,
+                                     "--no-similarity"])
+    err = capsys.readouterr().err
+    assert code == 0, err
+    assert sorted(fake["started"]) == ["s0", "s1", "s2"]
+    assert "Sandbox: on the cluster's workers" in err and "Grading on the Dask cluster at" in err
+    assert err.count("Cluster: a note from a worker") == 1
+    assert sorted(p.name for p in (tmp_path / "results").glob("*.json")) == ["s0.json", "s1.json", "s2.json"]
+    assert (tmp_path / "results" / "grades.csv").is_file()
+
+
+def test_an_unreachable_scheduler_stops_the_batch_with_exit_2(tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(grader.cli.cluster, "CONNECT_SECONDS", 1)
+    submissions = _submissions(tmp_path / "submissions", 1)
+    assert grader.cli.main.main(["grade", str(submissions), "--scheduler", "tcp://127.0.0.1:9"]) == 2
+    assert "cannot reach the Dask scheduler tcp://127.0.0.1:9" in capsys.readouterr().err
+
+
+def test_ctrl_c_cancels_what_has_not_started(assignment, fake, tmp_path):
+    fake["seconds"] = 0.5
+    submissions = _submissions(tmp_path / "submissions", 8)
+
+    def interrupt(line: str) -> None:
+        if line.startswith("[1/8]"):
+            raise KeyboardInterrupt
+    with distributed.LocalCluster(n_workers=1, processes=False, threads_per_worker=1, dashboard_address=None) as local, \
+            distributed.Client(local) as client:
+        with pytest.raises(KeyboardInterrupt):
+            grader.cli.batch.grade_folder(assignment, submissions, tmp_path / "results", scheduler=client,
+                                          progress=interrupt)
+        deadline = time.monotonic() + 10
+        while client.run_on_scheduler(lambda dask_scheduler: len(dask_scheduler.tasks)) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert client.run_on_scheduler(lambda dask_scheduler: len(dask_scheduler.tasks)) == 0
+        time.sleep(1.5)
+    started = fake["started"]
+    assert 1 <= len(started) <= 3, started       # the one reported, the one running, at most one more queued on it
+    assert [p.name for p in (tmp_path / "results").glob("*.json")] == [f"{started[0]}.json"]
 
 
 @pytest.mark.slow

@@ -49,6 +49,7 @@ from grader.sandbox.isolation import WeakIsolation, require_isolation
 from grader.similarity.report import settings_for
 from grader.similarity.value_match import exercise_values, value_names
 
+CONNECT_SECONDS = 30             # how long the client tries to reach the scheduler before it says it cannot
 RETRIES = 2                      # a task that raised (a refusing worker) is tried again, maybe elsewhere
 INSTALL_HINT = "grading on a Dask cluster needs Dask: pip install 'jax-course-grader[cluster]' (dask[distributed])"
 log = logging.getLogger("grader.cluster")
@@ -205,7 +206,7 @@ class ClusterGrading:
         self.notes: list[str] = []
         self._own = not isinstance(scheduler, Client)
         try:
-            self.client = Client(scheduler, timeout=30) if self._own else scheduler
+            self.client = Client(scheduler, timeout=CONNECT_SECONDS) if self._own else scheduler
         except (OSError, TimeoutError, ValueError) as error:
             raise ConfigError(f"cannot reach the Dask scheduler {scheduler}: {error}") from None
 
