@@ -36,7 +36,8 @@ def main(argv: list[str] | None = None) -> int:
     grade_cmd.add_argument("--out", type=Path, help="results folder (default: SUBMISSIONS/../results)")
     grade_cmd.add_argument("--assignment", help=ASSIGNMENT_HELP)
     grade_cmd.add_argument("--root", type=Path, help=ROOT_HELP)
-    grade_cmd.add_argument("--workers", type=int, default=None, help="submissions graded at once (default: the number of cores)")
+    grade_cmd.add_argument("--workers", type=int, default=None,
+                           help="submissions graded at once (default: the number of cores; with --scheduler, the workers' threads)")
     grade_cmd.add_argument("--regrade", action="store_true", help="grade again even where an up-to-date result exists")
     grade_cmd.add_argument("--variant-seed", type=int, default=None, help="fix the variant scenario's seed (default: random)")
     grade_cmd.add_argument("--roster", type=Path, help="a Canvas gradebook export (CSV) whose students fill canvas.csv")
