@@ -100,18 +100,18 @@ def grade_task(package: Package, seed: int, submission: Submission) -> dict[str,
     similarity report and the reference's figures in the batch's worlds (for the student's page)."""
     context = _context(package, seed)
     try:
-        values: dict[str, Any] = {}
+        kept: list[dict[str, Any]] = []     # the baseline's exercise values, once the runs are done (as run_keeper)
         names = value_names(settings_for(context.assignment))
 
         def keep(snapshots) -> None:
-            values.update(exercise_values(snapshots.get("baseline"), names, context.assignment.bindings))
+            kept.append(exercise_values(snapshots.get("baseline"), names, context.assignment.bindings))
 
         record = grade_one(context.assignment, submission, context.warm.facts, seed, context.warm.runner, keep)
         failure = context.warm.failure()
         if failure is not None:
             raise failure
-        return {"record": record, "values": values if not submission.problem else None,
-                "figures": context.warm.figures(), "notes": list(context.notes)}
+        return {"record": record, "values": kept[0] if kept else None, "figures": context.warm.figures(),
+                "notes": list(context.notes)}
     finally:
         with _LOCK:
             context.users -= 1
