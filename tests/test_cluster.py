@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import sys
 import threading
 import time
 from collections import Counter
@@ -127,6 +128,12 @@ def test_grader_grade_takes_a_scheduler_address(fake, tmp_path, capsys):
     assert err.count("Cluster: a note from a worker") == 1
     assert sorted(p.name for p in (tmp_path / "results").glob("*.json")) == ["s0.json", "s1.json", "s2.json"]
     assert (tmp_path / "results" / "grades.csv").is_file()
+
+
+def test_without_dask_the_cluster_path_says_what_to_install(assignment, monkeypatch):
+    monkeypatch.setitem(sys.modules, "distributed", None)      # a light install: no [cluster] extra
+    with pytest.raises(grader.config.assignment.ConfigError, match=r"pip install 'jax-course-grader\[cluster\]'"):
+        grader.cli.cluster.ClusterGrading("tcp://127.0.0.1:9", assignment, SEED)
 
 
 def test_an_unreachable_scheduler_stops_the_batch_with_exit_2(tmp_path, monkeypatch, capsys):
