@@ -5,7 +5,9 @@ mistaken one, one that raises midway, one that hangs until its time limit, an em
 tries every port of the loopback, the scheduler's first -- with the variant seed of a local batch of the same
 files: every record's scores and per-check verdicts are the local one's. A second batch loses a worker process
 mid-run (SIGKILL): every submission still gets exactly one record, graded in full, and no sandbox outlives it.
-Cheap tests: the assignment travels as bytes with its fingerprint; a worker that cannot sandbox refuses.
+Cheap tests (not slow): the assignment travels as bytes with its fingerprint; a worker that cannot sandbox, or has
+other versions, refuses; `grader grade --scheduler ADDRESS` end to end with a task that grades nothing (an in-process
+cluster); an unreachable scheduler or a missing Dask exits 2 saying why; Ctrl-C cancels what has not started.
 """
 
 from __future__ import annotations
