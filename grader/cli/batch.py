@@ -9,6 +9,7 @@ resumes where it stopped.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import time
 import traceback
@@ -19,6 +20,7 @@ from pathlib import Path
 
 from grader import __version__
 from grader.authoring.starter import public_code
+from grader.cli.cluster import ClusterGrading, Scheduler
 from grader.common.environment import environment
 from grader.common.files import remove_torn_writes
 from grader.config.assignment import Assignment, ConfigError
@@ -35,7 +37,7 @@ from grader.outputs.similarity_view import write_similarity_csv
 from grader.outputs.writers import result_path
 from grader.runs.jobs import Runner, fresh_variant_seed, scenario_seed
 from grader.similarity.report import SimilarityOptions, run_keeper, safe_similarity, settings_for
-from grader.similarity.store import ensure_sidecars
+from grader.similarity.store import ensure_sidecars, write_sidecar
 
 
 @dataclass
@@ -66,8 +68,10 @@ def previous_record(out: Path, submission: Submission, assignment: Assignment) -
 def grade_folder(assignment: Assignment, folder: Path, out: Path, workers: int | None = None, regrade: bool = False,
                  variant_seed: int | None = None, progress: Progress | Callable[[str], None] | None = None,
                  roster: Path | None = None, similarity: SimilarityOptions | None = None,
-                 cache: Path | None = None) -> BatchResult:
-    """`cache`: the cache folder holding the warm state (default: the user's, grader/common/user_cache.py)."""
+                 cache: Path | None = None, scheduler: Scheduler | None = None) -> BatchResult:
+    """`cache`: the cache folder holding the warm state (default: the user's, grader/common/user_cache.py).
+    `scheduler`: grade on a Dask cluster (its address, a distributed.Client or a cluster object; grader/cli/cluster.py)
+    instead of here: only the per-submission grading moves, everything else stays in this process."""
     started = time.monotonic()
     folder, out = Path(folder).absolute(), Path(out).absolute()   # sandboxes bind these by path: never relative
     progress = progress if isinstance(progress, Progress) else (Progress.lines(progress) if progress else Progress())
@@ -91,12 +95,15 @@ def grade_folder(assignment: Assignment, folder: Path, out: Path, workers: int |
             pending.append(submission)
     seeds = seed_map(assignment, seed)
     warm: WarmUp | None = None
+    remote: ClusterGrading | None = None
 
     def figures_for(record_seed: int) -> dict:
         """The reference's figures in a record's worlds (its variant seed is its batch seed, as grade() ran it):
-        this batch's from its warm-up, others' from the warm state."""
+        this batch's from its warm-up (or the cluster's workers), others' from the warm state."""
         if warm is not None and record_seed == seed:
             return warm.figures()
+        if remote is not None and record_seed in remote.figures:
+            return remote.figures[record_seed]
         return WarmState(assignment, cache).figures(seed_map(assignment, record_seed), record_seed)
 
     files = BatchFiles(out, assignment, figures_for)
@@ -111,7 +118,14 @@ def grade_folder(assignment: Assignment, folder: Path, out: Path, workers: int |
     to_grade = f"{len(pending)} to grade (variant seed {seed})" if pending else "nothing to grade"
     progress.note(f"{len(submissions)} submission(s) in {folder}; {result.reused} unchanged since the last run, "
                   f"{to_grade}.")
-    if any(not s.problem for s in pending):   # something will run: warm up first (a file that cannot run needs none)
+    if scheduler is not None and pending:     # on the cluster: each worker warms up for itself
+        remote = ClusterGrading(scheduler, assignment, seed)
+        try:
+            progress.note(remote.describe())
+            result.records += _grade_remote(remote, pending, progress, files, out, assignment, seed)
+        finally:
+            remote.close()
+    elif any(not s.problem for s in pending):   # something will run: warm up first (a file that cannot run needs none)
         progress.stage("Warming up")
         runnable = sum(1 for s in pending if not s.problem)
         sampler = runnable >= assignment.method_sampler_min_submissions   # its compiling pays back over a class
@@ -163,6 +177,29 @@ def _written(files: BatchFiles, record: Record, assignment: Assignment, submissi
     except Exception:  # noqa: BLE001 -- kept in memory: the class files still list it, and it is graded again next run
         pass
     return failed
+
+
+def _grade_remote(remote: ClusterGrading, pending: list[Submission], progress: Progress, files: BatchFiles,
+                  out: Path, assignment: Assignment, seed: int) -> list[Record]:
+    """`_grade` on a cluster: the records (and the exercise values the similarity report keeps) come back from
+    the workers and are written here, each once, as it arrives."""
+    records: list[Record] = []
+    shown = 0
+    progress.start(len(pending))
+    try:
+        with contextlib.closing(remote.grade(pending)) as results:   # closed at once on Ctrl-C: cancels the rest
+            for submission, record, values in results:
+                for note in remote.notes[shown:]:   # what a worker's warm-up says the user must know (once each)
+                    progress.note(f"Cluster: {note}")
+                shown = len(remote.notes)
+                if values is not None:
+                    write_sidecar(out, submission, values)
+                record = _written(files, record, assignment, submission, seed)
+                records.append(record)
+                progress.advance(record)
+    finally:
+        progress.finish()
+    return records
 
 
 def _grade(assignment: Assignment, pending: list[Submission], facts: dict, seed: int, runner: Runner | None,

@@ -36,12 +36,15 @@ def main(argv: list[str] | None = None) -> int:
     grade_cmd.add_argument("--out", type=Path, help="results folder (default: SUBMISSIONS/../results)")
     grade_cmd.add_argument("--assignment", help=ASSIGNMENT_HELP)
     grade_cmd.add_argument("--root", type=Path, help=ROOT_HELP)
-    grade_cmd.add_argument("--workers", type=int, default=None, help="submissions graded at once (default: the number of cores)")
+    grade_cmd.add_argument("--workers", type=int, default=None,
+                           help="submissions graded at once (default: the number of cores; with --scheduler, the workers' threads)")
     grade_cmd.add_argument("--regrade", action="store_true", help="grade again even where an up-to-date result exists")
     grade_cmd.add_argument("--variant-seed", type=int, default=None, help="fix the variant scenario's seed (default: random)")
     grade_cmd.add_argument("--roster", type=Path, help="a Canvas gradebook export (CSV) whose students fill canvas.csv")
     grade_cmd.add_argument("--cache-dir", type=Path, help=CACHE_HELP)
     grade_cmd.add_argument("--allow-weak-isolation", action="store_true", help=WEAK_OPTION_HELP)
+    grade_cmd.add_argument("--scheduler", metavar="ADDRESS", help="grade on the Dask cluster whose scheduler is at ADDRESS "
+                           "(tcp://host:8786; needs the [cluster] extra); records and class files are still written here")
     add_similarity_options(grade_cmd, on_grade=True)
 
     similar_cmd = commands.add_parser("similar", help="the instructor's similarity report of a results folder, "
@@ -94,7 +97,9 @@ def main(argv: list[str] | None = None) -> int:
             return 1
         print(f"grader: {error}", file=sys.stderr)
         return 2
-    if args.command in ("validate", "grade"):   # `check` does the same in check_command (the student wheel's too)
+    if args.command == "grade" and args.scheduler:   # no student code runs here: each worker sandboxes or refuses
+        print("Sandbox: on the cluster's workers (a worker that cannot sandbox refuses its tasks).", file=sys.stderr)
+    elif args.command in ("validate", "grade"):   # `check` does the same in check_command (the student wheel's too)
         try:
             print(isolation_for_command(args.allow_weak_isolation), file=sys.stderr, flush=True)
         except WeakIsolation as error:
@@ -182,7 +187,7 @@ def _grade(assignment, args) -> int:
     out = args.out or folder.resolve().parent / "results"
     try:
         result = grade_folder(assignment, folder, out, args.workers, args.regrade, args.variant_seed,
-                              roster=args.roster, similarity=options_from(args))
+                              roster=args.roster, similarity=options_from(args), scheduler=args.scheduler)
     except ConfigError as error:
         print(f"grader: {error}", file=sys.stderr)
         return 2
