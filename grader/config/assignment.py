@@ -107,6 +107,18 @@ class Assignment:
         except (OSError, UnicodeDecodeError):
             return ""
 
+    def built_starter(self) -> str:
+        """The public code as `grader build` last wrote it: the public solution, else the committed starter
+        `student_templates/<stem>.py` (tests/test_build.py keeps it in step with the solution), else "" (runs then
+        compile everything). Data made at build time, so a student's check needs no starter builder."""
+        if self.solution_is_public:
+            return self.public_solution()
+        try:
+            starter = self.root / "student_templates" / (Path(self.submission_filename).stem + ".py")
+            return starter.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            return ""
+
     @property
     def seed_parameter(self) -> str:
         return self.config["assignment"]["seed_parameter"]
