@@ -110,10 +110,11 @@ def prepare(documents: list[Document], boilerplate: Boilerplate, settings: Simil
     return prepared
 
 
-def drop_common(prepared: list[CodeDoc], limit: int) -> set[int]:
-    """Remove fingerprints more than `limit` documents hold; returns them."""
+def drop_common(prepared: list[CodeDoc], limit: int, among: list[CodeDoc] | None = None) -> set[int]:
+    """Remove from `prepared` the fingerprints more than `limit` documents of `among` (default: `prepared`) hold;
+    returns them."""
     holders: dict[int, int] = defaultdict(int)
-    for doc in prepared:
+    for doc in prepared if among is None else among:
         for value in doc.own:
             holders[value] += 1
     common = {value for value, count in holders.items() if count > limit}
