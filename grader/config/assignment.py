@@ -239,6 +239,39 @@ def load(assignment_id: str | None = None, root: Path | None = None) -> Assignme
     return assignment
 
 
+def every_problem(assignment_id: str, root: Path) -> list[str]:
+    """Every problem `load` stops at, from every stage that can run (for `grader validate`): the TOML as data,
+    then the lesson's Python files against the parts of it that are usable, so a misspelled key does not hide a
+    misspelled set-up function. Stages that need what a problem broke say they were not checked."""
+    folder, shown = root / "assignments" / assignment_id, Path("assignments") / assignment_id
+    try:
+        config = read_toml(folder / "assignment.toml", str(shown / "assignment.toml"))
+    except ConfigError as error:
+        return error.problems + ["(nothing else was checked: the file must be read first)"]
+    problems = [f"{shown / 'assignment.toml'}: {problem}" for problem in config_problems(config, assignment_id)]
+    tables = {"checks": list, "scenarios": dict, "parameters": dict, "assignment": dict}
+    if not all(isinstance(config.get(name), kind) for name, kind in tables.items()):
+        return problems + ["(the lesson's Python files were not checked: the tables they are checked against are "
+                           "missing or malformed)"]
+    usable = dict(config, checks=[c for c in config["checks"] if isinstance(c, dict)
+                                  and isinstance(c.get("id"), str) and isinstance(c.get("function"), str)])
+    modules = []
+    for loader, name in ((_import_path, "oracle.py"), (load_rewritten, "checks.py")):
+        try:
+            modules.append(_lesson_module(loader, folder, shown, name, f"validate_{assignment_id}_{name[:-3]}"))
+        except ConfigError as error:
+            problems += error.problems
+    if len(modules) < 2:
+        return problems + ["(check functions, set-up functions and probes were not checked against assignment.toml: "
+                           "oracle.py and checks.py must import first)"]
+    try:
+        problems += module_problems(usable, folder, shown, *modules)
+    except Exception as error:   # a value the first stage already named as wrong stopped the second midway
+        problems.append(f"(the lesson's Python files were checked only in part: {type(error).__name__} on a value "
+                        "named above; fix those first)")
+    return problems
+
+
 def _lesson_module(loader: Callable[[Path, str], types.ModuleType], folder: Path, shown: Path, name: str,
                    module_name: str) -> types.ModuleType:
     """Import oracle.py or checks.py; a missing file or an error while importing it names the file."""
