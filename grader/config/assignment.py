@@ -47,6 +47,7 @@ class CheckSpec:
     function: str
     needs: tuple[str, ...] = ()
     title: str = ""               # the readable name of its Gradescope test (default: the id)
+    failure_note: str = ""        # a sentence the lesson adds to the feedback whenever the check does not pass
 
 
 @dataclass(frozen=True)
@@ -217,7 +218,7 @@ def load(assignment_id: str | None = None, root: Path | None = None) -> Assignme
     checks = [CheckSpec(id=c["id"], group=c["group"], points=float(c["points"]), visibility=c.get("visibility", "visible"),
                         scenarios=tuple(c.get("scenarios", ["baseline"])), function=c["function"],
                         needs=tuple(contract if c.get("needs") == ["*"] else c.get("needs", ())),
-                        title=str(c.get("title", c["id"])))
+                        title=str(c.get("title", c["id"])), failure_note=str(c.get("failure_note", "")))
               for c in config.get("checks", [])]
     scenarios = {name: Scenario(name=name, description=s.get("description", name), setup=tuple(s.get("setup", ())),
                                 fresh_seed=bool(s.get("fresh_seed", False)), failure_hint=s.get("failure_hint", ""))

@@ -31,13 +31,15 @@ from typing import Any
 from grader.common.text import clip
 from grader.config.assignment import Assignment, CheckSpec
 from grader.grading.check_budget import RECORD_LOCK, Budget
+from grader.grading.faults import errors_only_in, grader_faults, reported_faults  # noqa: F401 -- imported from here too
+from grader.grading.missing import why_missing
 from grader.intake.regions import RegionLines, region_lines
 from grader.model.limits import Limits
 from grader.model.verdicts import passed
 from grader.runs.evidence import Evaluation, Sighting
 from grader.runs.places import failure_place
 from grader.runs.provenance import Binding, Provenance
-from grader.runs.snapshot import UNFINISHED, Missing, Opaque, Snapshot, Statement, where
+from grader.runs.snapshot import UNFINISHED, Missing, Opaque, Snapshot, where
 
 
 @dataclass
@@ -87,7 +89,7 @@ class RunView:
     def value(self, name: str) -> Any:
         binding = self.provenance.binding(name)
         if binding is None or name not in self.snapshot.history:
-            raise Missing(name, self._why_missing(name))
+            raise Missing(name, why_missing(self.snapshot, name))
         value = binding.value
         if value is UNFINISHED:
             raise Missing(name, "is still a TODO (it is `...`): fill it in")
@@ -171,22 +173,6 @@ class RunView:
     def failed_statements(self):
         return self.snapshot.failed_statements
 
-    def _why_missing(self, name: str) -> str:
-        failed = self.snapshot.statement_assigning(name)
-        if failed and failed.error and failed.placeholder:
-            return (f"is still a TODO: {where(failed.line, failed.cell)} that assigns it still holds a `...` placeholder "
-                    f"(running it raised {failed.error['type']}): fill it in")
-        if failed and failed.error:
-            return (f"is not defined: the statement that assigns it raised {failed.error['type']} at "
-                    f"{failure_place(failed)}: {clip(failed.error['message'], 200)}")
-        syntax = self.snapshot.syntax_error
-        if self.snapshot.ending == "syntax_error" and syntax:
-            return (f"is not defined: your file has a syntax error at {where(syntax['line'])}, and nothing after that "
-                    "line ran")
-        if self.snapshot.ending in ("sys_exit", "exited_early", "killed_wall") or syntax:
-            return "is not defined: your file stopped before assigning it"
-        return "is not defined at the top level of your file"
-
 
 class CheckBug(Exception):
     """A check function raised something other than an assertion. Whether that is a bug in the check or the
@@ -221,16 +207,20 @@ def evaluate(function, spec: CheckSpec, view: RunView, oracle: Any, settings: An
 
     Student values that a check cannot use fail through assertions (grader.api.values raises AssertionError with
     a sentence for the student); anything else is judged by `run_checks`."""
+    missing: list[Missing] = []
     try:
         missing = _missing(spec, view)
+        if missing and not spec.function.startswith(BUILTIN):
+            return 0.0, _missing_text(missing)
+        outcome = function(view, oracle, settings)   # a runs check names how the run went before any missing name
         if missing:
-            others = f" Also missing or unfinished: {', '.join(f'`{m.name}`' for m in missing[1:])}." if len(missing) > 1 else ""
-            return 0.0, f"{missing[0]} (needed by this check).{others}"
-        outcome = function(view, oracle, settings)
+            return 0.0, _missing_text(missing)
     except Missing as error:
         return 0.0, f"{error} (needed by this check)."
     except AssertionError as failure:
-        return 0.0, _failure_text(str(failure)) or "The check failed."
+        text = _failure_text(str(failure)) or "The check failed."
+        also = f" Also missing or unfinished: {', '.join(f'`{m.name}`' for m in missing)}." if missing else ""
+        return 0.0, text + also
     except Exception as error:  # the check's own bug, or the student's values leading it astray: run_checks decides
         frames = tuple((frame.filename, frame.lineno) for frame in traceback.extract_tb(error.__traceback__)[1:])
         trace = "".join(traceback.format_exception(error))[-4000:]
@@ -240,6 +230,14 @@ def evaluate(function, spec: CheckSpec, view: RunView, oracle: Any, settings: An
         fraction = float(outcome.fraction) if isinstance(outcome.fraction, numbers.Real) else 0.0
         return (max(0.0, min(1.0, fraction)) if math.isfinite(fraction) else 0.0), str(outcome.note)
     return 1.0, outcome if isinstance(outcome, str) else "Passed."
+
+
+BUILTIN = "builtin:"    # the framework's runs checks: what stopped the run comes before the names it left missing
+
+
+def _missing_text(missing: list[Missing]) -> str:
+    others = f" Also missing or unfinished: {', '.join(f'`{m.name}`' for m in missing[1:])}." if len(missing) > 1 else ""
+    return f"{missing[0]} (needed by this check).{others}"
 
 
 def _missing(spec: CheckSpec, view: RunView) -> list[Missing]:
@@ -341,42 +339,19 @@ def _charged_feedback(spec: CheckSpec, bug: CheckBug, compared: bool) -> str:
             f"shape and size of {values}: they differ from what the exercise produces.")
 
 
-def _same_place(a: Statement, b: Statement) -> bool:
-    return (a.line, a.cell) == (b.line, b.cell)
+def scenario_label(scenario: str) -> str:
+    """How a failure in a run other than the file as written begins; the run itself is described once per record."""
+    return f"In the {scenario} run: "
 
 
-def errors_only_in(scenario: str, snapshots: dict[str, Snapshot]) -> list[Statement]:
-    """Statements that raised in `scenario` but not in baseline (the student never sees these locally)."""
-    if scenario == "baseline" or "baseline" not in snapshots:
-        return []
-    baseline = snapshots["baseline"].failed_statements
-    return [s for s in snapshots[scenario].failed_statements
-            if s.error and not any(_same_place(s, b) for b in baseline)]
+def scenario_notes(assignment: Assignment, checks: list[CheckResult]) -> list[str]:
+    """One sentence per run a failure is labelled with (`scenario_label`), saying what that run changes."""
+    labelled = {s for s in assignment.scenarios for c in checks if c.feedback.startswith(scenario_label(s))}
+    return [f"{SCENARIO_NOTE}{name} run: {assignment.scenarios[name].description}." for name in assignment.scenarios
+            if name in labelled]
 
 
-def grader_faults(snapshots: dict[str, Snapshot]) -> dict[str, list[str]]:
-    """Scenario -> why the grader failed to set that run up (empty lists are left out).
-
-    Only what the student's process could not have written counts: the harness's set-up report on its control
-    pipe (closed before the first student statement) and the sandbox's own status. An error that a run's data
-    channel attributes to the grader's code is never taken on its word (`reported_faults` lists it for the
-    instructor); the scenario replacements are written so that they cannot raise errors of their own."""
-    return {name: [f"the grader could not prepare the run ({snapshot.setup_error})"]
-            for name, snapshot in snapshots.items() if snapshot.setup_error}
-
-
-def reported_faults(snapshots: dict[str, Snapshot]) -> dict[str, list[str]]:
-    """Errors a run reported as raised inside the grader's own code (claims from the student's process)."""
-    found: dict[str, list[str]] = {}
-    for name, snapshot in snapshots.items():
-        only_here = errors_only_in(name, snapshots)
-        for statement in snapshot.failed_statements:
-            error = statement.error or {}
-            if (error.get("grader_fault") or error.get("through_setup")) and (name == "baseline" or statement in only_here):
-                found.setdefault(name, []).append(
-                    f"{where(statement.line, statement.cell)} raised {error.get('type')} inside the grader's own code "
-                    f"(as the run reported it): {str(error.get('message'))[:200]}")
-    return found
+SCENARIO_NOTE = "About the "
 
 
 def _bug_report(bugs: dict[str, CheckBug], charged: dict[str, CheckBug]) -> str:
@@ -420,8 +395,10 @@ def _combine(assignment: Assignment, spec: CheckSpec, outcomes: list, snapshots:
                          f"{clip(first.raised['message'], 200)}")
         if scenario != "baseline" or passed_elsewhere:
             hint = assignment.scenarios[scenario].failure_hint   # shown as written: no seed reaches a student
-            label = f"[{scenario} run: {assignment.scenarios[scenario].description}] "
-            feedback = label + feedback + (f"\n{hint}" if passed_elsewhere and hint and not only_here else "")
+            # what the run is comes once per record (scenario_notes), not with every failure
+            feedback = (scenario_label(scenario) + feedback
+                        + (f"\n{hint}" if passed_elsewhere and hint and not only_here else ""))
+        feedback += f"\n{spec.failure_note}" if spec.failure_note else ""
     if excused:
         feedback += f"\n(The {', '.join(excused)} run was not used here: the grader's own code failed in it.)"
     return CheckResult(id=spec.id, group=spec.group, score=round(spec.points * fraction, 6), max_score=spec.points,

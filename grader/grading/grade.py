@@ -18,6 +18,7 @@ from grader.grading.engine import (
     grader_faults,
     reported_faults,
     run_checks,
+    scenario_notes,
 )
 from grader.grading.reference_runs import reference_runs
 from grader.intake.discovery import Submission
@@ -59,8 +60,10 @@ def grade(assignment: Assignment, submission: Submission, facts: dict, variant_s
     notes = list(submission.notes) + unfinished_message(submission.source, submission.cells)
     runs = [m for name, snapshot in snapshots.items()
             for m in run_messages(assignment, name, snapshot, baseline, bool(faults.get(name)))]
-    # What stopped the file (a syntax error, sys.exit, a limit) explains every later failure: the student reads it first.
-    messages = runs + notes if baseline.ending in STOPPED_ENDINGS else notes + runs
+    # What stopped the file (a syntax error, sys.exit, a limit) or kept a notebook cell from running explains every
+    # later failure: the student reads it first. What a run other than the file as written changes is said once.
+    first = baseline.ending in STOPPED_ENDINGS or bool(baseline.syntax_errors)
+    messages = (runs + notes if first else notes + runs) + scenario_notes(assignment, checks)
     messages += rebinding_notes(assignment, baseline, submission.source, submission.cells)
     if faults:
         messages.append(f"The grader's own code failed in the {', '.join(faults)} run (not your fault); no check was "
@@ -179,11 +182,16 @@ def check_record(check: CheckResult) -> CheckRecord:
 
 
 def run_summary(snapshot: Snapshot) -> RunSummary:
-    return {"seed": snapshot.seed, "ending": snapshot.ending, "seconds": snapshot.seconds,
-            "statements": len(snapshot.statements), "failed_statements": len(snapshot.failed_statements),
-            "returncode": snapshot.returncode, "output_bytes": snapshot.output_bytes,
-            "cpu_seconds": snapshot.cpu_seconds, "max_rss_bytes": snapshot.max_rss_bytes,
-            "cpu_wait_allowance_seconds": snapshot.cpu_wait_allowance_seconds}
+    summary: RunSummary = {
+        "seed": snapshot.seed, "ending": snapshot.ending, "seconds": snapshot.seconds,
+        "statements": len(snapshot.statements), "failed_statements": len(snapshot.failed_statements),
+        "returncode": snapshot.returncode, "output_bytes": snapshot.output_bytes,
+        "cpu_seconds": snapshot.cpu_seconds, "max_rss_bytes": snapshot.max_rss_bytes,
+        "cpu_wait_allowance_seconds": snapshot.cpu_wait_allowance_seconds}
+    skipped = [problem for problem in snapshot.syntax_errors if problem.get("cell") is not None]
+    if skipped:   # "completed" with 0 failed statements is true of the cells that ran: say which did not
+        summary["skipped"] = [f"{where(p['line'], p.get('cell'))}: {clip(p['message'], 160)}" for p in skipped]
+    return summary
 
 
 def _output(snapshot: Snapshot) -> OutputExcerpt:
@@ -207,7 +215,8 @@ def run_messages(assignment: Assignment, scenario: str, snap: Snapshot, baseline
                             "value assigned after it is missing. Fix it first.")
         else:
             messages.append(f"{where(problem['line'], problem.get('cell'))} has a syntax error "
-                            f"({clip(problem['message'], 200)}); that cell did not run (the other cells did).")
+                            f"({clip(problem['message'], 200)}); that cell did not run (the other cells did, as in Jupyter), "
+                            "so names it would have defined are missing. Fix it first.")
     if snap.setup_error:
         messages.append(f"{run}, the grader could not prepare the run ({snap.setup_error}).")
     if snap.ending == "sys_exit":

@@ -14,7 +14,7 @@ from grader.lms.canvas import Roster, canvas_csv, column_header, late
 from grader.lms.gradescope import OtterSettings, results_json
 from grader.lms.otter_csv import final_grades_csv, safe_cell
 from grader.model.record import CheckRecord, Record, record_to_json
-from grader.model.verdicts import mark, passed, stopped_early, student_messages
+from grader.model.verdicts import mark, passed, read_first_heading, stopped_early, student_messages
 
 STUDENT_VISIBLE = ("visible", "after_due_date", "after_published")
 
@@ -89,7 +89,7 @@ def feedback_markdown(record: Record, visibilities: tuple[str, ...] = STUDENT_VI
     notes = ["", "## Notes on your run", ""] + [f"- {md_block(m)}" for m in student_messages(record["messages"])]
     first = stopped_early(record) and record["messages"]
     if first:
-        lines += ["## Read this first: your file stopped early", "", *notes[3:], ""]
+        lines += [f"## {read_first_heading(record)}", "", *notes[3:], ""]
     lines += ["| Group | Score |", "|---|---|"]
     lines += [f"| {g} | {v['score']:g} / {v['max_score']:g} |" for g, v in record["groups"].items()]
     lines.append("")
