@@ -13,7 +13,7 @@ from grader.model.limits import Limits
 from grader.runs.snapshot import Snapshot, build_snapshot
 from grader.sandbox.process import RawRun, run_job
 
-MAX_SEED_DRAWS = 20000     # an assignment may accept few seeds (performance-05: about 1 in 100); each test is cheap
+MAX_SEED_DRAWS = 20000     # an assignment may accept few seeds (the course lesson: about 1 in 100); each test is cheap
 _PARAMETERS: dict[tuple[str, str, int, int], dict[str, Any]] = {}
 
 
