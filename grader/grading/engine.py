@@ -35,7 +35,7 @@ from grader.grading.faults import errors_only_in, grader_faults, reported_faults
 from grader.grading.missing import why_missing
 from grader.intake.regions import RegionLines, region_lines
 from grader.model.limits import Limits
-from grader.model.verdicts import passed
+from grader.model.verdicts import RUN_DESCRIPTION_PREFIX, passed
 from grader.runs.evidence import Evaluation, Sighting
 from grader.runs.places import failure_place
 from grader.runs.provenance import Binding, Provenance
@@ -347,11 +347,8 @@ def scenario_label(scenario: str) -> str:
 def scenario_notes(assignment: Assignment, checks: list[CheckResult]) -> list[str]:
     """One sentence per run a failure is labelled with (`scenario_label`), saying what that run changes."""
     labelled = {s for s in assignment.scenarios for c in checks if c.feedback.startswith(scenario_label(s))}
-    return [f"{SCENARIO_NOTE}{name} run: {assignment.scenarios[name].description}." for name in assignment.scenarios
+    return [f"{RUN_DESCRIPTION_PREFIX}{name} run: {assignment.scenarios[name].description}." for name in assignment.scenarios
             if name in labelled]
-
-
-SCENARIO_NOTE = "About the "
 
 
 def _bug_report(bugs: dict[str, CheckBug], charged: dict[str, CheckBug]) -> str:

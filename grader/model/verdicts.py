@@ -55,6 +55,15 @@ def read_first_heading(record: Record) -> str:
     return "Read this first: your file stopped early"
 
 
+RUN_DESCRIPTION_PREFIX = "About the "        # "About the variant run: ...": what a labelled run changes, said once
+
+
+def run_descriptions(messages: list[str]) -> tuple[list[str], list[str]]:
+    """(the runs described once, shown at the top of a student's page; the other notes)."""
+    about = [m for m in messages if isinstance(m, str) and m.startswith(RUN_DESCRIPTION_PREFIX)]
+    return about, [m for m in messages if m not in about]
+
+
 def student_messages(messages: list[str]) -> list[str]:
     """The record's notes as a student reads them: the sandbox named in a few words (the record and the class
     report keep its whole description)."""
