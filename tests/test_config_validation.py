@@ -125,7 +125,7 @@ BROKEN = {
     "method checks without [evidence]": (without_table("evidence"),
                                          [TOML, f"assignments/{LESSON}/checks.py: line ", "asks run.",
                                           "has no [evidence] table"]),
-    "bad evidence bound": (toml("max_evaluations_per_statement = 400", "max_evaluations_per_statement = -400"),
+    "bad evidence bound": (toml("max_evaluations_per_statement = 0", "max_evaluations_per_statement = -400"),
                            [TOML, "[evidence] max_evaluations_per_statement = -400: must be a whole number >= 0",
                             "write e.g. max_evaluations_per_statement = 64"]),
     "unknown evidence bound": (toml("max_elements = 1024", "max_arrays = 1024"),
