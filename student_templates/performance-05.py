@@ -5,10 +5,11 @@ that change the answer, and will it necessarily reduce this program’s memory? 
 gradients, inspect saved residuals and measure compiled estimates and timings before making that
 decision.
 
-The lesson's code is given. Each exercise sits between `# BEGIN EXERCISE <name>` and
-`# END EXERCISE <name>`: replace every `...` there with your code (the comments above each
-exercise say what to compute). Run the file, then check it with `grader check performance-05.py`
-and submit it as performance-05.py. The same starter exists as a notebook, performance-05.ipynb.
+The lesson's code is given, exactly as the lesson page prints it, its comments included. Each
+exercise sits between `# BEGIN EXERCISE <name>` and `# END EXERCISE <name>`: replace every
+`...` there with your code (the comments framed by `# ====` lines above each exercise say what to
+compute). Run the file, then check it with `grader check performance-05.py` and submit it as
+performance-05.py. The same starter exists as a notebook, performance-05.ipynb.
 """
 
 # Step 1 — Define two differentiation policies: Both functions compute the same pure objective; only the...
@@ -64,7 +65,7 @@ times=[]
 for executable in executables:
     analysis=executable.memory_analysis()
     # BEGIN EXERCISE memory
-    memory.append(...)  # TODO: compute the argument of memory.append
+    memory.append(...)  # TODO: the value to append to `memory`
     # END EXERCISE memory
     # Synchronize host execution until asynchronous device computation completes.
     # Synchronize host execution until asynchronous device computation completes.
@@ -139,7 +140,7 @@ times=[]
 for executable in executables:
     analysis=executable.memory_analysis()
     # BEGIN EXERCISE memory
-    memory.append(...)  # TODO: compute the argument of memory.append
+    memory.append(...)  # TODO: the value to append to `memory`
     # END EXERCISE memory
     # Synchronize host execution until asynchronous device computation completes.
     # Synchronize host execution until asynchronous device computation completes.
@@ -172,7 +173,7 @@ if all(m is not None for m in memory):
     panels.append({'kind':'bar','title':'Compiler memory estimate','labels':['ordinary','layer remat'],'ylabel':'estimated temporary bytes','series':[{'label':'compiler temporaries','y':[m['temp_size_in_bytes'] for m in memory]}]})
 # BEGIN EXERCISE availability_panel
 else:
-    panels.append(...)  # TODO: compute the argument of panels.append
+    panels.append(...)  # TODO: the value to append to `panels`
 # END EXERCISE availability_panel
 visual_data={'kind':'panels','panels':panels}
 

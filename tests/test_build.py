@@ -103,6 +103,45 @@ def test_notebook_is_valid_nbformat_4_with_stable_ids(built):
             assert not cell.outputs and cell.execution_count is None
 
 
+def test_run_all_goes_past_unfinished_todos_to_a_final_check_cell(built):
+    """"Run all" (and nbconvert --execute) stops at a cell's error unless it is tagged raises-exception: every code
+    cell from the first exercise on is, so the final check() cell runs on half-done work."""
+    cells = nbformat.read(built[".ipynb"], as_version=4).cells
+    code = [cell for cell in cells if cell.cell_type == "code"]
+    first = next(i for i, cell in enumerate(code) if "# BEGIN EXERCISE" in cell.source)
+    assert all("raises-exception" not in cell.metadata.get("tags", []) for cell in code[:first])
+    assert all("raises-exception" in cell.metadata.get("tags", []) for cell in code[first:-1])
+    assert code[-1].source == "from grader.student import check\ncheck()"
+    assert cells[-2].cell_type == "markdown" and "Check your work" in cells[-2].source
+    assert "the last cell always runs" in cells[0].source
+
+
+@pytest.mark.slow
+def test_nbclient_runs_the_untouched_starter_to_its_last_cell(built, tmp_path):
+    """nbclient honours raises-exception as Jupyter's "Run all" does: with errors not allowed, the untouched
+    starter still runs to its last cell (here a marker in place of check(), which test_student_venv runs)."""
+    from nbclient import NotebookClient
+    notebook = nbformat.read(built[".ipynb"], as_version=4)
+    notebook.cells[-1].source = "print('REACHED THE END')"
+    NotebookClient(notebook, timeout=600, kernel_name="python3", allow_errors=False,
+                   resources={"metadata": {"path": str(tmp_path)}}).execute()
+    outputs = notebook.cells[-1].get("outputs", [])
+    assert any("REACHED THE END" in output.get("text", "") for output in outputs), outputs
+    errors = [cell for cell in notebook.cells if any(o.get("output_type") == "error" for o in cell.get("outputs", []))]
+    assert errors and all("raises-exception" in cell.metadata.get("tags", []) for cell in errors)
+
+
+def test_what_the_generator_writes_around_the_lessons_code_reads_as_written(assignment, built):
+    """The lesson's code (its comments included) is the page's, unchanged; the starter says so, and its own TODO
+    comments name what to write in words."""
+    text = built[".py"].read_text()
+    assert "exactly as the lesson page prints it, its comments included" in text
+    assert "# TODO: the value to append to `memory`" in text and "compute the argument of" not in text
+    solution_lines = set(assignment.solution_path.read_text().splitlines())
+    given = [line for line in text.splitlines() if line.lstrip().startswith("# Differentiate the objective")]
+    assert given and all(line in solution_lines for line in given)
+
+
 def test_top_level_exercises_are_their_own_cells_after_their_prose(built):
     cells = nbformat.read(built[".ipynb"], as_version=4).cells
     for name in ("directional", "hvp"):
@@ -258,7 +297,7 @@ def scaffold(code: str, rules: Rules = RULES) -> str:
      "assert math.isclose(result, ...), 'check it'  # TODO: complete this check"),
     ("assert plain(x) > 0", "assert ...  # TODO: complete this check"),
     ("results.append(None if a is None else {n: getattr(a, n) for n in names})",
-     "results.append(...)  # TODO: compute the argument of results.append"),
+     "results.append(...)  # TODO: the value to append to `results`"),
     ("import math", "import math"),
     ("def f(v):\n    '''Doc.'''\n    return jnp.sum(v*v)", 'def f(v):\n    """Doc."""\n    ...  # TODO: implement f'),
     ("for i in range(3):\n    total += i", "...  # TODO: write the `for` statement of this step"),
@@ -270,7 +309,7 @@ def test_statement_scaffolds(code, expected):
 def test_comments_and_blank_lines_are_kept_and_indentation_restored():
     code = ["    # Record it.", "    results.append(compute(a))", "", "    total = 2 * total"]
     assert scaffold_region(code, RULES).text.split("\n") == [
-        "    # Record it.", "    results.append(...)  # TODO: compute the argument of results.append", "",
+        "    # Record it.", "    results.append(...)  # TODO: the value to append to `results`", "",
         "    total = ...  # TODO: compute total"]
 
 
@@ -280,7 +319,7 @@ def test_else_clause_region_keeps_its_header_and_scaffolds_its_body():
             results.append({'title': 'unavailable', 'y': [int(m is not None) for m in memory]})
             total = 0
         """)
-    assert text == ("else:\n    results.append(...)  # TODO: compute the argument of results.append\n"
+    assert text == ("else:\n    results.append(...)  # TODO: the value to append to `results`\n"
                     "    total = ...  # TODO: compute total")
     source = "if results:\n    pass\n" + text
     ast.parse(source)

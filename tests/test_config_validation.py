@@ -125,7 +125,7 @@ BROKEN = {
     "method checks without [evidence]": (without_table("evidence"),
                                          [TOML, f"assignments/{LESSON}/checks.py: line ", "asks run.",
                                           "has no [evidence] table"]),
-    "bad evidence bound": (toml("max_evaluations_per_statement = 400", "max_evaluations_per_statement = -400"),
+    "bad evidence bound": (toml("max_evaluations_per_statement = 0", "max_evaluations_per_statement = -400"),
                            [TOML, "[evidence] max_evaluations_per_statement = -400: must be a whole number >= 0",
                             "write e.g. max_evaluations_per_statement = 64"]),
     "unknown evidence bound": (toml("max_elements = 1024", "max_arrays = 1024"),
@@ -218,3 +218,19 @@ def test_validate_reports_a_check_that_fails_the_reference(tmp_path):
     assert "check residuals.remat_saves_fewer raised an error of its own" in done.stderr
     assert "TypeError" in done.stderr and "Traceback" in done.stderr
     assert "check directional.eps_sensible gave the reference solution 0/3: never satisfied" in done.stderr
+
+
+def test_validate_reports_the_problems_of_every_stage_at_once(tmp_path, capsys):
+    """A misspelled key in assignment.toml does not hide a misspelled set-up function (a later stage's problem)."""
+    from grader.cli.main import main
+    root = copy_project(tmp_path)
+    edit(root, "assignment.toml", 'needs = [', 'nedds = [')
+    edit(root, "assignment.toml", '"offset_memory_analysis"', '"offset_memory_analysys"')
+    with pytest.raises(ConfigError) as stopped:
+        load(LESSON, root)
+    assert "offset_memory_analysys" not in str(stopped.value)     # loading stops at the first stage
+    assert main(["validate", LESSON, "--root", str(root)]) == 1
+    error = capsys.readouterr().err
+    assert "unknown key 'nedds'" in error
+    assert "setup lists 'offset_memory_analysys'" in error and "offset_memory_analysis" in error
+    assert "Traceback" not in error

@@ -287,3 +287,31 @@ def test_notebook_without_magics_has_no_notes():
 def test_invalid_notebooks_raise(text):
     with pytest.raises(NotebookError):
         notebook_to_source(text)
+
+
+# ---- exercise regions, read once at intake ---------------------------------------------------------------
+
+def test_exercise_regions_are_read_once_at_intake(tmp_path):
+    """A submission carries its exercise regions from intake: where each lies (per notebook cell) and which still
+    hold `...`, cited as the student reads them; grading reads them from there, never from the source again."""
+    (tmp_path / "nb.ipynb").write_text(notebook(
+        ("markdown", "# title"), ("code", "x = 1"),
+        ("code", "# BEGIN EXERCISE eps\neps = ...\n# END EXERCISE eps"),
+        ("code", "# BEGIN EXERCISE done\ny = 2\n# END EXERCISE done")))
+    (tmp_path / "script.py").write_text("a = 1\n# BEGIN EXERCISE eps\neps = ...\n# END EXERCISE eps\n")
+    found = by_id(tmp_path)
+    notebook_exercises, script_exercises = found["nb"].exercises, found["script"].exercises
+    assert notebook_exercises.regions == {"eps": [(2, 1, 3)], "done": [(3, 1, 3)]}
+    assert notebook_exercises.unfinished == {"eps": [(2, 1)]}
+    assert script_exercises.regions == {"eps": [(None, 2, 4)]} and script_exercises.unfinished == {"eps": [(None, 2)]}
+    from grader.grading.grade import unfinished_message
+    assert unfinished_message(notebook_exercises) == ["Unfinished exercises (still holding `...`): eps (In [2], line 1)."]
+    assert unfinished_message(script_exercises) == ["Unfinished exercises (still holding `...`): eps (line 2)."]
+
+
+def test_grading_does_not_cut_the_source_into_regions_again():
+    import ast
+    grade = Path(__file__).resolve().parent.parent / "grader" / "grading" / "grade.py"
+    imported = {alias.name for node in ast.walk(ast.parse(grade.read_text())) if isinstance(node, ast.ImportFrom)
+                and node.module == "grader.intake.regions" for alias in node.names}
+    assert not imported & {"region_lines", "unfinished_exercises", "find_regions"}, imported

@@ -56,3 +56,29 @@ def test_the_framework_names_no_lesson():
     for path in PACKAGE.rglob("*"):
         if path.is_file() and path.suffix in (".py", ".j2"):
             assert "performance-05" not in path.read_text() and "performance_05" not in path.read_text(), path
+
+
+LESSONS = PACKAGE.parent / "assignments"
+
+
+@pytest.mark.parametrize("checks", sorted(LESSONS.glob("*/checks.py")), ids=lambda p: p.parent.name)
+def test_a_lessons_checks_import_only_the_api_from_the_grader(checks):
+    """A check author needs only `grader.api` (Missing included), never the runs' or the engine's modules."""
+    inner = [f"line {node.lineno}: {node.module}" for node in ast.walk(ast.parse(checks.read_text()))
+             if isinstance(node, ast.ImportFrom) and node.module and node.module.split(".")[0] == "grader"
+             and not node.module.startswith("grader.api")]
+    assert not inner, f"{checks} imports grader internals: {inner}"
+
+
+def test_the_api_exports_missing():
+    from grader.api import Missing
+    from grader.api.values import Missing as AlsoMissing
+    from grader.runs.snapshot import Missing as Original
+    assert Missing is AlsoMissing is Original
+
+
+def test_the_student_bundle_does_not_import_the_starter_builder():
+    """The student wheel's modules carry what they need from the build as data, not the authoring code."""
+    upward = [(str(path.relative_to(PACKAGE)), line) for stage, path in modules() if stage == "student"
+              for target, line in imported_stages(path) if target == "authoring"]
+    assert not upward, f"grader/student imports grader.authoring: {upward}"

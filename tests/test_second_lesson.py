@@ -22,6 +22,7 @@ from pathlib import Path
 import pytest
 
 import grader.cli.main
+import grader.config.assignment
 import grader.student.session
 from grader import PACKAGE_DIR
 from grader.authoring.new_lesson import new_lesson
@@ -195,6 +196,28 @@ def test_commands_refuse_to_guess_between_several_assignments(tmp_path, capsys, 
     assert {"build": "grader build ID", "validate": "grader validate ID"}.get(argv[0], "--assignment ID") in error
     assert "Traceback" not in error
     assert not (tmp_path / "results").exists() and not (tmp_path / "build").exists()
+
+
+def test_grade_chooses_the_one_assignment_the_submissions_are_named_after(tmp_path, capsys):
+    """With several lessons, submissions named after exactly one lesson's submission_filename choose it (and the
+    command says so); named after none, or after several, the command still asks."""
+    import argparse
+    for lesson in ("alpha", "beta"):
+        new_lesson(lesson, tmp_path)
+    folder = tmp_path / "submissions"
+    for student in ("ann", "ben"):
+        (folder / student).mkdir(parents=True)
+        (folder / student / "alpha.py").write_text("x = 1\n")
+    (folder / "cid.py").write_text("x = 1\n")
+    args = argparse.Namespace(command="grade", assignment=None, root=tmp_path, submissions=folder)
+    assert grader.cli.main._which_assignment(args) == ("alpha", tmp_path)
+    assert "using alpha: 2 of the submission file(s) are named alpha.py" in capsys.readouterr().err
+    check = argparse.Namespace(command="check", assignment=None, root=tmp_path, file=tmp_path / "beta.ipynb")
+    assert grader.cli.main._which_assignment(check) == ("beta", tmp_path)
+    (folder / "dan").mkdir()
+    (folder / "dan" / "beta.py").write_text("x = 1\n")
+    with pytest.raises(grader.config.assignment.ConfigError, match="several assignments"):
+        grader.cli.main._which_assignment(args)
 
 
 def test_commands_on_a_project_without_assignments_say_how_to_make_one(tmp_path, capsys):

@@ -410,3 +410,55 @@ def test_code_the_whole_class_shares_is_no_idiom_and_is_not_expanded_into_every_
     assert sorted(ring) in [sorted(c.members) for c in report.clusters]
     assert {_key(p) for p in report.pairs if p.flagged} == {frozenset((a, b)) for a in ring for b in ring if a < b}
     assert report.compared_pairs < 200, f"{report.compared_pairs} pairs compared: the shared helper was expanded"
+
+
+# ---- earlier terms --------------------------------------------------------------------------------------
+
+def _within_class(report) -> dict:
+    return {_key(p): p.score for p in report.pairs if not p.a.term and not p.b.term}
+
+
+def _code_doc(name: str, body: str, term: str = "") -> Document:
+    return Document(name, f"{name}.py", [Chunk(None, body)], None, frozenset(), frozenset(), term)
+
+
+SHARED_CODE = "\n".join(f"def helper_{i}(values, scale):\n    total = sum(v * scale ** {i} for v in values if v > {i})\n"
+                        f"    return [total / (k + {i}) for k in range(len(values))]\n" for i in range(6))
+
+
+def test_earlier_terms_change_no_pair_within_the_class(assignment):
+    """Code and values an earlier term holds many times are still this class's own to compare: a pair within the
+    class scores the same with and without earlier terms (earlier terms only add pairs of their own)."""
+    settings = replace(settings_for(assignment), values=VALUES, choices=("eps", "direction"))
+    boilerplate = Boilerplate([], settings.kgram)
+    odd = {"eps": 0.0037, "finite": 0.51234567}
+    wrong = ("directional.central_difference",)
+    current = [_doc("copier_a", dict(odd), wrong), _doc("copier_b", dict(odd), wrong),
+               _code_doc("coder_a", SHARED_CODE), _code_doc("coder_b", SHARED_CODE.replace("total", "acc"))]
+    current += [_doc(f"honest{i}", {"eps": 1e-3, "finite": 0.1 + i / 7}) for i in range(4)]
+    earlier = [replace(_doc(f"old{i}", dict(odd), wrong), term="fall") for i in range(10)]
+    earlier += [_code_doc(f"oldcode{i}", SHARED_CODE, term="fall") for i in range(10)]
+    alone = build_report(current, [], boilerplate, settings, EXERCISE, "", settings.threshold)
+    both = build_report(current, earlier, boilerplate, settings, EXERCISE, "", settings.threshold)
+    assert frozenset(("copier_a", "copier_b")) in _within_class(alone)
+    assert frozenset(("coder_a", "coder_b")) in _within_class(alone)
+    assert _within_class(both) == _within_class(alone)
+    assert (both.documents, both.earlier) == (len(current), len(earlier))
+
+
+def test_the_class_own_folders_are_refused_as_an_earlier_term(tmp_path, capsys):
+    submissions, out = tmp_path / "submissions", tmp_path / "results"
+    submissions.mkdir()
+    out.mkdir()
+    (out / ".grader-results").write_text(json.dumps({"submissions": str(submissions), "assignment": "performance-05"}))
+    for folder in (out, submissions):
+        assert main(["similar", str(out), "--earlier", str(folder)]) == 2
+        assert "not an earlier term" in capsys.readouterr().err
+    assert main(["grade", str(submissions), "--out", str(out), "--earlier", str(submissions)]) == 2
+    assert "this class's own submissions folder" in capsys.readouterr().err
+
+
+def test_the_summary_line_counts_the_class_and_earlier_terms_apart():
+    from grader.cli.similar import compared
+    assert compared(5, 4) == "5 submissions of this class compared with 4 from earlier terms"
+    assert compared(1, 0) == "1 submission of this class compared"

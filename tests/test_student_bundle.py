@@ -169,3 +169,12 @@ def test_a_different_jax_is_named_with_the_checks_it_may_affect():
     affected = [spec.id for spec in assignment.checks if {"reports", "memory"} & set(spec.needs)]
     assert "residuals.counts_match_live" in affected and all(check_id in note for check_id in affected)
     assert "directional.automatic" not in note
+
+
+def test_the_wheel_installs_what_runs_the_starter_notebook_and_its_check_cell(tiny_wheel):
+    """The starter notebook ends with a check() cell; running it (Jupyter, nbconvert --execute) needs a kernel
+    and nbclient, which the wheel must bring."""
+    metadata = next(text for name, text in texts(tiny_wheel).items() if name.endswith(".dist-info/METADATA"))
+    required = {line.split(":", 1)[1].strip().split(">")[0].split("=")[0].split("<")[0].lower()
+                for line in metadata.splitlines() if line.startswith("Requires-Dist:")}
+    assert {"nbclient", "ipykernel", "ipython", "jax", "numpy"} <= required, required

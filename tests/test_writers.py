@@ -169,6 +169,17 @@ def test_a_file_that_stopped_early_is_told_so_before_any_check():
     assert "Read this first" not in text and text.index("| Group |") < text.index("## Notes on your run")
 
 
+def test_the_variant_is_described_once_at_the_top_of_the_page():
+    about = "About the variant run: the lesson's RNG seed replaced by a fresh seed."
+    checks = [{"id": "memory.x", "group": "memory", "score": 0.0, "max_score": 4.0, "visibility": "visible",
+               "feedback": "In the variant run: `memory` has no dict."}]
+    rec = record(messages=[ISOLATION, about], runs={"baseline": {"ending": "completed"}}, checks=checks)
+    text = feedback_markdown(rec)
+    assert text.count("About the variant run") == 1
+    assert text.index(about) < text.index("| Group |") < text.index("In the variant run: `memory`")
+    assert about not in text[text.index("## Notes on your run"):]
+
+
 def test_the_isolation_note_is_said_once_and_briefly_to_the_student():
     text = feedback_markdown(record(messages=[ISOLATION]))
     assert text.count("Isolation used") == 1 and "- Isolation used: bubblewrap fork server.\n" in text

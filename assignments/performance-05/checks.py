@@ -21,6 +21,7 @@ import re
 
 import numpy as np
 
+from grader.api import Missing
 from grader.api.methods import vectors
 from grader.api.values import (
     as_number,
@@ -30,7 +31,6 @@ from grader.api.values import (
     fmt,
     plain_data,
 )
-from grader.runs.snapshot import Missing
 
 LABELS = ("plain", "remat")
 SINGLE = float(np.finfo(np.float32).eps)   # float32's rounding unit: JAX's numbers carry it

@@ -14,7 +14,10 @@ from typing import Any
 
 import numpy as np
 
-from grader.runs.snapshot import Opaque
+from grader.runs.snapshot import Missing, Opaque
+
+__all__ = ["Missing", "Opaque", "as_number", "as_vector", "close_vectors", "describe", "fmt", "plain_data",
+           "json_safe"]
 
 MAX_VECTOR_ELEMENTS = 1 << 20     # as_vector without a length: 8 MiB once in float64
 MAX_PLAIN_NUMBERS = 100_000       # plain_data: numbers turned into Python lists for one comparison

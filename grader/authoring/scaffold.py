@@ -354,7 +354,9 @@ def _call_statement(call: ast.Call, text: str, rules: Rules, original: str) -> t
         return (_todo(code, "fill in the values this check compares"), original) if changed else (code.split("\n"), None)
     if callee is None:
         return _todo("...", "write this step"), original
-    return _todo(f"{callee}(...)", f"compute the argument of {callee}"), original
+    owner, _, method = callee.rpartition(".")
+    what = f"the value to append to `{owner}`" if method == "append" and owner else f"what to pass to `{callee}`"
+    return _todo(f"{callee}(...)", what), original
 
 
 def _expression(new: ast.expr, old: ast.expr, text: str) -> str:

@@ -13,6 +13,7 @@ percent format (`# %%` and `# %% [markdown]` lines), which become nbformat cells
 from __future__ import annotations
 
 import ast
+import json
 import re
 import textwrap
 from dataclasses import dataclass, field
@@ -30,7 +31,7 @@ TEMPLATES = "templates"
 DEFAULT_TEMPLATES = Path(__file__).resolve().parent / TEMPLATES
 PY_TEMPLATE = "starter.py.j2"
 NOTEBOOK_TEMPLATE = "starter.ipynb.j2"
-CELL_MARKER = re.compile(r"^# %%(?: \[(?P<kind>markdown)\])?[ \t]*$")
+CELL_MARKER = re.compile(r"^# %%(?: \[(?P<kind>markdown)\])?(?: tags=(?P<tags>\[[^\]]*\]))?[ \t]*$")
 PROSE_FIELDS = ("title", "label", "task", "key_functions", "steps", "hint")
 
 
@@ -75,8 +76,12 @@ def render(assignment: Assignment, scaffold: bool = True) -> Rendered:
         chunks, replaced = split_solution(source, starter, scaffold)
     except (ScaffoldError, RegionError) as error:
         raise BuildError(f"{assignment.solution_path}: {error}") from None
+    # From the first chunk holding an exercise on, a cell may raise while a TODO is unfinished (its own `...`, or a
+    # name an earlier TODO left unset): the notebook template tags those cells so "Run all" goes on past them.
+    todo_from = next((number for number, chunk in enumerate(chunks) if chunk.exercises), len(chunks))
     context = {"assignment": {"id": assignment.id, "title": assignment.title}, "starter": starter, "chunks": chunks,
-               "filename": _filename(assignment, ".py"), "notebook_filename": _filename(assignment, ".ipynb")}
+               "filename": _filename(assignment, ".py"), "notebook_filename": _filename(assignment, ".ipynb"),
+               "todo_from": todo_from}
     environment = _environment(assignment.folder / TEMPLATES)
     try:
         python = environment.get_template(PY_TEMPLATE).render(context)
@@ -245,33 +250,45 @@ def comment(text: str, width: int = 100) -> str:
     return "\n".join(out)
 
 
-def parse_cells(text: str) -> list[tuple[str, str]]:
-    """Percent-format text -> [(kind, source)]: `# %%` opens a code cell, `# %% [markdown]` a markdown cell."""
-    cells: list[tuple[str, list[str]]] = []
+Cell = tuple[str, str, list[str]]     # (kind, source, tags)
+
+
+def parse_cells(text: str) -> list[Cell]:
+    """Percent-format text -> [(kind, source, tags)]: `# %%` opens a code cell, `# %% [markdown]` a markdown cell,
+    either followed by ` tags=["raises-exception"]` (a JSON list, as jupytext writes it) for the cell's tags."""
+    cells: list[tuple[str, list[str], list[str]]] = []
     for line in text.split("\n"):
         match = CELL_MARKER.match(line)
         if match:
-            cells.append(("markdown" if match["kind"] else "code", []))
+            try:
+                tags = json.loads(match["tags"]) if match["tags"] else []
+            except ValueError:
+                raise BuildError(f"the notebook template writes unreadable tags in {line!r}") from None
+            if not all(isinstance(tag, str) for tag in tags):
+                raise BuildError(f"the notebook template writes tags that are not strings in {line!r}")
+            cells.append(("markdown" if match["kind"] else "code", [], tags))
         elif cells:
             cells[-1][1].append(line)
         elif line.strip():
             raise BuildError(f"the notebook template writes {line!r} before its first `# %%` cell marker")
     result = []
-    for kind, lines in cells:
+    for kind, lines, tags in cells:
         source = "\n".join(lines).strip("\n")
         if source.strip():
-            result.append((kind, source))
+            result.append((kind, source, tags))
     return result
 
 
-def notebook_text(cells: list[tuple[str, str]]) -> str:
+def notebook_text(cells: list[Cell]) -> str:
     """An nbformat 4 notebook with ids from the cell index (stable across builds), validated."""
     notebook = nbformat.v4.new_notebook()
     notebook.metadata = {"kernelspec": {"display_name": "Python 3", "language": "python", "name": "python3"},
                          "language_info": {"name": "python"}}
-    for number, (kind, source) in enumerate(cells):
+    for number, (kind, source, tags) in enumerate(cells):
         cell = nbformat.v4.new_markdown_cell(source) if kind == "markdown" else nbformat.v4.new_code_cell(source)
         cell.id = f"cell-{number:03d}"
+        if tags:   # "raises-exception": Jupyter's "Run all" and nbclient go on past this cell's error
+            cell.metadata["tags"] = list(tags)
         notebook.cells.append(cell)
     try:
         nbformat.validate(notebook)

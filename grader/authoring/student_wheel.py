@@ -43,7 +43,8 @@ from grader.lms.autograder_zip import FIXED_TIME, _files_under
 
 SHIPPED = ("oracle.py", "scenario_setup.py", "probes.py")     # besides assignment.toml and checks.py
 # What a check imports (pytest: assertion rewriting), and IPython, whose input transformer reads a notebook's cells.
-REQUIREMENTS = ("jax", "jaxlib", "numpy", "pytest", "ipython")
+REQUIREMENTS = ("jax", "jaxlib", "numpy", "pytest", "ipython",
+                "nbclient", "ipykernel")   # the starter notebook runs its own check() cell (Jupyter, nbconvert --execute)
 ENTRY_POINT = "grader.student.terminal:main"
 
 

@@ -11,16 +11,17 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import tomllib
 from pathlib import Path
 
 from grader import __version__
 from grader.authoring.build import BuildError, build
 from grader.authoring.new_lesson import NewLessonError, new_lesson
 from grader.cli.batch import grade_folder
-from grader.cli.similar import add_similarity_options, options_from, similar_command
+from grader.cli.similar import add_similarity_options, options_from, own_class_among, similar_command
 from grader.cli.trial import trial_grading
 from grader.common.user_cache import CACHE_DIR_ENV, use_cache_dir
-from grader.config.assignment import ConfigError, available, find_root, load
+from grader.config.assignment import ConfigError, available, every_problem, find_root, load
 from grader.outputs.summary import summary_table
 from grader.sandbox.isolation import WEAK_OPTION_HELP, WeakIsolation, isolation_for_command
 from grader.student.terminal import add_check_arguments, check_command
@@ -92,8 +93,11 @@ def main(argv: list[str] | None = None) -> int:
     try:
         assignment = load(*which)
     except ConfigError as error:
-        if args.command == "validate":
-            print(f"FAILED: the configuration is not valid\n{error}", file=sys.stderr)
+        if args.command == "validate":   # every stage that can run, not only the first that stopped loading
+            problems = every_problem(*which) or error.problems
+            print(f"FAILED: the configuration is not valid: {len(problems)} problem(s) to fix\n"
+                  + "\n".join(f"- {problem}" for problem in problems) + "\n(building and the trial grading of the "
+                  "reference solution run once the configuration loads)", file=sys.stderr)
             return 1
         print(f"grader: {error}", file=sys.stderr)
         return 2
@@ -140,9 +144,52 @@ def _which_assignment(args) -> tuple[str, Path]:
     if not names:
         raise ConfigError(f"no assignment under {root / 'assignments'}; create one with `grader new LESSON`")
     if len(names) > 1:
+        chosen = _by_submission_names(root, names, args)
+        if chosen:
+            return chosen, root
         raise ConfigError(f"several assignments under {root / 'assignments'} ({', '.join(names)}): "
                           f"name one with {NAMED_BY[args.command]}")
     return names[0], root
+
+
+def _by_submission_names(root: Path, names: list[str], args) -> str | None:
+    """The one assignment whose `submission_filename` the submissions carry (a file of that name, or a folder holding
+    one: the Gradescope and otter layouts), when exactly one assignment is so named; says which was chosen."""
+    if args.command == "grade":
+        folder: Path = args.submissions
+        entries = list(folder.iterdir()) if folder.is_dir() else []
+        seen = [p.name for e in entries for p in ([e] if e.is_file() else _listed(e))]
+    elif args.command == "check":
+        seen = [Path(args.file).name]
+    else:
+        return None
+    stems = {name: _submission_stem(root, name) for name in names}
+    counts = {name: sum(1 for file in seen if Path(file).stem == stem and Path(file).suffix in (".py", ".ipynb"))
+              for name, stem in stems.items()}
+    matching = [name for name, count in counts.items() if count]
+    if len(matching) != 1:
+        return None
+    chosen = matching[0]
+    print(f"grader: several assignments under {root / 'assignments'}; using {chosen}: {counts[chosen]} of the "
+          f"submission file(s) are named {stems[chosen]}.py/.ipynb, as its submission_filename says (name another "
+          f"with {NAMED_BY[args.command]})", file=sys.stderr)
+    return chosen
+
+
+def _listed(folder: Path) -> list[Path]:
+    try:
+        return [p for p in folder.iterdir() if p.is_file()][:50] if folder.is_dir() else []
+    except OSError:
+        return []
+
+
+def _submission_stem(root: Path, name: str) -> str:
+    try:
+        config = tomllib.loads((root / "assignments" / name / "assignment.toml").read_text(encoding="utf-8"))
+        filename = config.get("assignment", {}).get("submission_filename", f"{name}.py")
+    except (OSError, ValueError, AttributeError):
+        filename = f"{name}.py"
+    return Path(str(filename)).stem
 
 
 def _new(args) -> int:
@@ -185,6 +232,10 @@ def _grade(assignment, args) -> int:
         print(f"grader: the roster {args.roster} is not a file", file=sys.stderr)
         return 2
     out = args.out or folder.resolve().parent / "results"
+    refused = own_class_among(args.earlier, out, folder)
+    if refused:
+        print(f"grader: {refused}", file=sys.stderr)
+        return 2
     try:
         result = grade_folder(assignment, folder, out, args.workers, args.regrade, args.variant_seed,
                               roster=args.roster, similarity=options_from(args), scheduler=args.scheduler)

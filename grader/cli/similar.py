@@ -10,6 +10,7 @@ from pathlib import Path
 
 from grader.model.record import Record, record_from_json
 from grader.outputs.reports import write_class_report
+from grader.outputs.results_folder import owner_of
 from grader.outputs.similarity_view import write_similarity_csv
 from grader.similarity.report import SimilarityOptions, similarity_for
 
@@ -47,6 +48,10 @@ def similar_command(assignment, args: argparse.Namespace) -> int:
     if missing:
         print(f"grader: earlier term(s) not found: {', '.join(missing)}", file=sys.stderr)
         return 2
+    refused = own_class_among(args.earlier, out)
+    if refused:
+        print(f"grader: {refused}", file=sys.stderr)
+        return 2
     records = _records(out)
     if not records:
         print(f"grader: {out} holds no grading records (run `grader grade` first)", file=sys.stderr)
@@ -57,12 +62,35 @@ def similar_command(assignment, args: argparse.Namespace) -> int:
     seeds = sorted({r.get("variant_seed") for r in records if r.get("variant_seed") is not None})
     write_class_report(out, records, assignment, {"variant_seed": seeds[-1] if seeds else None,
                                                   "environment": records[0].get("environment", {})}, report)
-    print(f"{report.documents} submission(s) compared ({report.earlier} from earlier terms) in {report.seconds:.1f} s: "
-          f"{report.flagged} pair(s) at or above {report.threshold:g}; see {out / 'report.html'} and {csv_path}.")
+    print(f"{compared(report.documents, report.earlier)} in {report.seconds:.1f} s: {report.flagged} pair(s) at or "
+          f"above {report.threshold:g}; see {out / 'report.html'} and {csv_path}.")
     for note in report.notes:
         print(f"note: {note}")
     print(report.caution)
     return 0
+
+
+def compared(documents: int, earlier: int) -> str:
+    """"N submissions of this class compared (with M from earlier terms)": the two counts never add up in one number."""
+    own = f"{documents} submission{'s' if documents != 1 else ''} of this class compared"
+    return f"{own} with {earlier} from earlier terms" if earlier else own
+
+
+def own_class_among(earlier: list[Path], out: Path, submissions: Path | None = None) -> str | None:
+    """Why an `--earlier` folder cannot be an earlier term (it is this class's results or submissions folder), or None.
+
+    Given its own results or submissions as an "earlier term", every submission would be paired with itself."""
+    own = {Path(out).resolve(): "results folder"}
+    named = owner_of(out).get("submissions") if Path(out).is_dir() else None
+    for folder in (submissions, Path(named) if named else None):
+        if folder is not None:
+            own.setdefault(Path(folder).resolve(), "submissions folder")
+    for folder in earlier:
+        what = own.get(Path(folder).resolve())
+        if what:
+            return (f"--earlier {folder} is this class's own {what}, not an earlier term: comparing the class with it "
+                    "would pair every submission with itself. Give an earlier term's results or submissions folder.")
+    return None
 
 
 def _records(out: Path) -> list[Record]:

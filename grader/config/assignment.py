@@ -47,6 +47,7 @@ class CheckSpec:
     function: str
     needs: tuple[str, ...] = ()
     title: str = ""               # the readable name of its Gradescope test (default: the id)
+    failure_note: str = ""        # a sentence the lesson adds to the feedback whenever the check does not pass
 
 
 @dataclass(frozen=True)
@@ -122,6 +123,18 @@ class Assignment:
             return ""
         try:
             return self.solution_path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            return ""
+
+    def built_starter(self) -> str:
+        """The public code as `grader build` last wrote it: the public solution, else the committed starter
+        `student_templates/<stem>.py` (tests/test_build.py keeps it in step with the solution), else "" (runs then
+        compile everything). Data made at build time, so a student's check needs no starter builder."""
+        if self.solution_is_public:
+            return self.public_solution()
+        try:
+            starter = self.root / "student_templates" / (Path(self.submission_filename).stem + ".py")
+            return starter.read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError):
             return ""
 
@@ -223,7 +236,7 @@ def load(assignment_id: str | None = None, root: Path | None = None) -> Assignme
     checks = [CheckSpec(id=c["id"], group=c["group"], points=float(c["points"]), visibility=c.get("visibility", "visible"),
                         scenarios=tuple(c.get("scenarios", ["baseline"])), function=c["function"],
                         needs=tuple(contract if c.get("needs") == ["*"] else c.get("needs", ())),
-                        title=str(c.get("title", c["id"])))
+                        title=str(c.get("title", c["id"])), failure_note=str(c.get("failure_note", "")))
               for c in config.get("checks", [])]
     scenarios = {name: Scenario(name=name, description=s.get("description", name), setup=tuple(s.get("setup", ())),
                                 fresh_seed=bool(s.get("fresh_seed", False)), failure_hint=s.get("failure_hint", ""))
@@ -243,6 +256,39 @@ def load(assignment_id: str | None = None, root: Path | None = None) -> Assignme
     raise_problems(module_problems(config, folder, shown, assignment.oracle, assignment.check_module))
     assignment.fingerprint = _fingerprint(assignment)
     return assignment
+
+
+def every_problem(assignment_id: str, root: Path) -> list[str]:
+    """Every problem `load` stops at, from every stage that can run (for `grader validate`): the TOML as data,
+    then the lesson's Python files against the parts of it that are usable, so a misspelled key does not hide a
+    misspelled set-up function. Stages that need what a problem broke say they were not checked."""
+    folder, shown = root / "assignments" / assignment_id, Path("assignments") / assignment_id
+    try:
+        config = read_toml(folder / "assignment.toml", str(shown / "assignment.toml"))
+    except ConfigError as error:
+        return error.problems + ["(nothing else was checked: the file must be read first)"]
+    problems = [f"{shown / 'assignment.toml'}: {problem}" for problem in config_problems(config, assignment_id)]
+    tables = {"checks": list, "scenarios": dict, "parameters": dict, "assignment": dict}
+    if not all(isinstance(config.get(name), kind) for name, kind in tables.items()):
+        return problems + ["(the lesson's Python files were not checked: the tables they are checked against are "
+                           "missing or malformed)"]
+    usable = dict(config, checks=[c for c in config["checks"] if isinstance(c, dict)
+                                  and isinstance(c.get("id"), str) and isinstance(c.get("function"), str)])
+    modules = []
+    for loader, name in ((_import_path, "oracle.py"), (load_rewritten, "checks.py")):
+        try:
+            modules.append(_lesson_module(loader, folder, shown, name, f"validate_{assignment_id}_{name[:-3]}"))
+        except ConfigError as error:
+            problems += error.problems
+    if len(modules) < 2:
+        return problems + ["(check functions, set-up functions and probes were not checked against assignment.toml: "
+                           "oracle.py and checks.py must import first)"]
+    try:
+        problems += module_problems(usable, folder, shown, *modules)
+    except Exception as error:   # a value the first stage already named as wrong stopped the second midway
+        problems.append(f"(the lesson's Python files were checked only in part: {type(error).__name__} on a value "
+                        "named above; fix those first)")
+    return problems
 
 
 def _lesson_module(loader: Callable[[Path, str], types.ModuleType], folder: Path, shown: Path, name: str,

@@ -31,10 +31,11 @@ from typing import Any
 from grader.common.text import clip
 from grader.config.assignment import Assignment, CheckSpec
 from grader.grading.check_budget import RECORD_LOCK, Budget
-from grader.grading.run_faults import errors_only_in, grader_faults
+from grader.grading.faults import errors_only_in, grader_faults, reported_faults  # noqa: F401 -- imported from here too
+from grader.grading.missing import why_missing
 from grader.intake.regions import RegionLines, region_lines
 from grader.model.limits import Limits
-from grader.model.verdicts import passed
+from grader.model.verdicts import RUN_DESCRIPTION_PREFIX, passed
 from grader.runs.evidence import Evaluation, Sighting
 from grader.runs.places import failure_place
 from grader.runs.provenance import Binding, Provenance
@@ -88,7 +89,7 @@ class RunView:
     def value(self, name: str) -> Any:
         binding = self.provenance.binding(name)
         if binding is None or name not in self.snapshot.history:
-            raise Missing(name, self._why_missing(name))
+            raise Missing(name, why_missing(self.snapshot, name))
         value = binding.value
         if value is UNFINISHED:
             raise Missing(name, "is still a TODO (it is `...`): fill it in")
@@ -172,22 +173,6 @@ class RunView:
     def failed_statements(self):
         return self.snapshot.failed_statements
 
-    def _why_missing(self, name: str) -> str:
-        failed = self.snapshot.statement_assigning(name)
-        if failed and failed.error and failed.placeholder:
-            return (f"is still a TODO: {where(failed.line, failed.cell)} that assigns it still holds a `...` placeholder "
-                    f"(running it raised {failed.error['type']}): fill it in")
-        if failed and failed.error:
-            return (f"is not defined: the statement that assigns it raised {failed.error['type']} at "
-                    f"{failure_place(failed)}: {clip(failed.error['message'], 200)}")
-        syntax = self.snapshot.syntax_error
-        if self.snapshot.ending == "syntax_error" and syntax:
-            return (f"is not defined: your file has a syntax error at {where(syntax['line'])}, and nothing after that "
-                    "line ran")
-        if self.snapshot.ending in ("sys_exit", "exited_early", "killed_wall") or syntax:
-            return "is not defined: your file stopped before assigning it"
-        return "is not defined at the top level of your file"
-
 
 class CheckBug(Exception):
     """A check function raised something other than an assertion. Whether that is a bug in the check or the
@@ -222,16 +207,20 @@ def evaluate(function, spec: CheckSpec, view: RunView, oracle: Any, settings: An
 
     Student values that a check cannot use fail through assertions (grader.api.values raises AssertionError with
     a sentence for the student); anything else is judged by `run_checks`."""
+    missing: list[Missing] = []
     try:
         missing = _missing(spec, view)
+        if missing and not spec.function.startswith(BUILTIN):
+            return 0.0, _missing_text(missing)
+        outcome = function(view, oracle, settings)   # a runs check names how the run went before any missing name
         if missing:
-            others = f" Also missing or unfinished: {', '.join(f'`{m.name}`' for m in missing[1:])}." if len(missing) > 1 else ""
-            return 0.0, f"{missing[0]} (needed by this check).{others}"
-        outcome = function(view, oracle, settings)
+            return 0.0, _missing_text(missing)
     except Missing as error:
         return 0.0, f"{error} (needed by this check)."
     except AssertionError as failure:
-        return 0.0, _failure_text(str(failure)) or "The check failed."
+        text = _failure_text(str(failure)) or "The check failed."
+        also = f" Also missing or unfinished: {', '.join(f'`{m.name}`' for m in missing)}." if missing else ""
+        return 0.0, text + also
     except Exception as error:  # the check's own bug, or the student's values leading it astray: run_checks decides
         frames = tuple((frame.filename, frame.lineno) for frame in traceback.extract_tb(error.__traceback__)[1:])
         trace = "".join(traceback.format_exception(error))[-4000:]
@@ -241,6 +230,14 @@ def evaluate(function, spec: CheckSpec, view: RunView, oracle: Any, settings: An
         fraction = float(outcome.fraction) if isinstance(outcome.fraction, numbers.Real) else 0.0
         return (max(0.0, min(1.0, fraction)) if math.isfinite(fraction) else 0.0), str(outcome.note)
     return 1.0, outcome if isinstance(outcome, str) else "Passed."
+
+
+BUILTIN = "builtin:"    # the framework's runs checks: what stopped the run comes before the names it left missing
+
+
+def _missing_text(missing: list[Missing]) -> str:
+    others = f" Also missing or unfinished: {', '.join(f'`{m.name}`' for m in missing[1:])}." if len(missing) > 1 else ""
+    return f"{missing[0]} (needed by this check).{others}"
 
 
 def _missing(spec: CheckSpec, view: RunView) -> list[Missing]:
@@ -342,6 +339,18 @@ def _charged_feedback(spec: CheckSpec, bug: CheckBug, compared: bool) -> str:
             f"shape and size of {values}: they differ from what the exercise produces.")
 
 
+def scenario_label(scenario: str) -> str:
+    """How a failure in a run other than the file as written begins; the run itself is described once per record."""
+    return f"In the {scenario} run: "
+
+
+def scenario_notes(assignment: Assignment, checks: list[CheckResult]) -> list[str]:
+    """One sentence per run a failure is labelled with (`scenario_label`), saying what that run changes."""
+    labelled = {s for s in assignment.scenarios for c in checks if c.feedback.startswith(scenario_label(s))}
+    return [f"{RUN_DESCRIPTION_PREFIX}{name} run: {assignment.scenarios[name].description}." for name in assignment.scenarios
+            if name in labelled]
+
+
 def _bug_report(bugs: dict[str, CheckBug], charged: dict[str, CheckBug]) -> str:
     """The instructor's account of a check that raised: which runs, whether it was excused, and the traceback."""
     excused = [f"[{scenario} run, excused: it raises alike on the reference solution's run] {bug.summary}\n{bug.trace}"
@@ -383,8 +392,10 @@ def _combine(assignment: Assignment, spec: CheckSpec, outcomes: list, snapshots:
                          f"{clip(first.raised['message'], 200)}")
         if scenario != "baseline" or passed_elsewhere:
             hint = assignment.scenarios[scenario].failure_hint   # shown as written: no seed reaches a student
-            label = f"[{scenario} run: {assignment.scenarios[scenario].description}] "
-            feedback = label + feedback + (f"\n{hint}" if passed_elsewhere and hint and not only_here else "")
+            # what the run is comes once per record (scenario_notes), not with every failure
+            feedback = (scenario_label(scenario) + feedback
+                        + (f"\n{hint}" if passed_elsewhere and hint and not only_here else ""))
+        feedback += f"\n{spec.failure_note}" if spec.failure_note else ""
     if excused:
         feedback += f"\n(The {', '.join(excused)} run was not used here: the grader's own code failed in it.)"
     return CheckResult(id=spec.id, group=spec.group, score=round(spec.points * fraction, 6), max_score=spec.points,

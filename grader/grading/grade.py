@@ -13,12 +13,16 @@ from grader.api.values import json_safe
 from grader.common.environment import environment
 from grader.common.text import clean_data, clip
 from grader.config.assignment import Assignment
-from grader.grading.engine import CheckResult, run_checks
+from grader.grading.engine import (
+    CheckResult,
+    grader_faults,
+    reported_faults,
+    run_checks,
+    scenario_notes,
+)
 from grader.grading.reference_runs import reference_runs
-from grader.grading.run_faults import grader_faults, reported_faults
 from grader.intake.discovery import Submission
-from grader.intake.notebook import Cell, joined_line_places
-from grader.intake.regions import region_lines, unfinished_exercises
+from grader.intake.regions import Exercises
 from grader.model.record import CheckRecord, GroupScore, OutputExcerpt, Record, RunSummary
 from grader.model.verdicts import ISOLATION_PREFIX, STOPPED_ENDINGS
 from grader.runs.jobs import Runner, run_scenario, scenario_seed, setup_parameters
@@ -48,16 +52,19 @@ def grade(assignment: Assignment, submission: Submission, facts: dict, variant_s
         except Exception:  # the instructor's extra data is never worth a student's record
             pass
     oracles = {name: build_oracle(assignment, name, seed, facts, variant_seed) for name, seed in seeds.items()}
-    checks = run_checks(assignment, snapshots, oracles, region_lines(submission.source, submission.cells),
+    exercises = submission.exercises    # read once at intake: where each region lies, which still hold `...`
+    checks = run_checks(assignment, snapshots, oracles, exercises.regions,
                         reference_runs(assignment, seeds, runner, variant_seed))
     faults = grader_faults(snapshots)
     baseline = snapshots["baseline"]
-    notes = list(submission.notes) + unfinished_message(submission.source, submission.cells)
+    notes = list(submission.notes) + unfinished_message(exercises)
     runs = [m for name, snapshot in snapshots.items()
             for m in run_messages(assignment, name, snapshot, baseline, bool(faults.get(name)))]
-    # What stopped the file (a syntax error, sys.exit, a limit) explains every later failure: the student reads it first.
-    messages = runs + notes if baseline.ending in STOPPED_ENDINGS else notes + runs
-    messages += rebinding_notes(assignment, baseline, submission.source, submission.cells)
+    # What stopped the file (a syntax error, sys.exit, a limit) or kept a notebook cell from running explains every
+    # later failure: the student reads it first. What a run other than the file as written changes is said once.
+    first = baseline.ending in STOPPED_ENDINGS or bool(baseline.syntax_errors)
+    messages = (runs + notes if first else notes + runs) + scenario_notes(assignment, checks)
+    messages += rebinding_notes(assignment, baseline, exercises)
     if faults:
         messages.append(f"The grader's own code failed in the {', '.join(faults)} run (not your fault); no check was "
                         "marked down because of it.")
@@ -109,27 +116,24 @@ def build_oracle(assignment: Assignment, scenario: str, seed: int, facts: dict, 
     return build(seed, facts)
 
 
-def rebinding_notes(assignment: Assignment, snapshot: Snapshot, source: str | None = None,
-                    cells: list[Cell] | None = None) -> list[str]:
+def rebinding_notes(assignment: Assignment, snapshot: Snapshot, exercises: Exercises | None = None) -> list[str]:
     """Say which binding was graded wherever a contract name was bound again after the exercise used it."""
-    regions = region_lines(source, cells) if source is not None else None
+    regions = exercises.regions if exercises is not None else None
     provenance = Provenance(snapshot, assignment.bindings, assignment.exercise_bindings, regions)
     return [note for name in assignment.contract if (note := provenance.rebinding_note(name))]
 
 
-def unfinished_message(source: str, cells: list[Cell] | None = None) -> list[str]:
+def unfinished_message(exercises: Exercises) -> list[str]:
     """Name the starter's exercise regions that still hold a `...` placeholder (none for a file without markers)."""
-    unfinished = unfinished_exercises(source)
-    if not unfinished:
+    if not exercises.unfinished:
         return []
-    places = joined_line_places(cells) if cells else None
 
-    def cite(lines: list[int]) -> str:
-        if places is None:
-            return f"line{'s' if len(lines) > 1 else ''} {', '.join(map(str, lines))}"
-        return ", ".join(where(places[n - 1][1], places[n - 1][0]) if 0 < n <= len(places) else f"line {n}" for n in lines)
+    def cite(places: list[tuple[int | None, int]]) -> str:
+        if all(cell is None for cell, _ in places):
+            return f"line{'s' if len(places) > 1 else ''} {', '.join(str(line) for _, line in places)}"
+        return ", ".join(where(line, cell) for cell, line in places)
 
-    listed = ", ".join(f"{name} ({cite(lines)})" for name, lines in unfinished.items())
+    listed = ", ".join(f"{name} ({cite(places)})" for name, places in exercises.unfinished.items())
     return [f"Unfinished exercises (still holding `...`): {listed}."]
 
 
@@ -175,11 +179,16 @@ def check_record(check: CheckResult) -> CheckRecord:
 
 
 def run_summary(snapshot: Snapshot) -> RunSummary:
-    return {"seed": snapshot.seed, "ending": snapshot.ending, "seconds": snapshot.seconds,
-            "statements": len(snapshot.statements), "failed_statements": len(snapshot.failed_statements),
-            "returncode": snapshot.returncode, "output_bytes": snapshot.output_bytes,
-            "cpu_seconds": snapshot.cpu_seconds, "max_rss_bytes": snapshot.max_rss_bytes,
-            "cpu_wait_allowance_seconds": snapshot.cpu_wait_allowance_seconds}
+    summary: RunSummary = {
+        "seed": snapshot.seed, "ending": snapshot.ending, "seconds": snapshot.seconds,
+        "statements": len(snapshot.statements), "failed_statements": len(snapshot.failed_statements),
+        "returncode": snapshot.returncode, "output_bytes": snapshot.output_bytes,
+        "cpu_seconds": snapshot.cpu_seconds, "max_rss_bytes": snapshot.max_rss_bytes,
+        "cpu_wait_allowance_seconds": snapshot.cpu_wait_allowance_seconds}
+    skipped = [problem for problem in snapshot.syntax_errors if problem.get("cell") is not None]
+    if skipped:   # "completed" with 0 failed statements is true of the cells that ran: say which did not
+        summary["skipped"] = [f"{where(p['line'], p.get('cell'))}: {clip(p['message'], 160)}" for p in skipped]
+    return summary
 
 
 def _output(snapshot: Snapshot) -> OutputExcerpt:
@@ -203,7 +212,8 @@ def run_messages(assignment: Assignment, scenario: str, snap: Snapshot, baseline
                             "value assigned after it is missing. Fix it first.")
         else:
             messages.append(f"{where(problem['line'], problem.get('cell'))} has a syntax error "
-                            f"({clip(problem['message'], 200)}); that cell did not run (the other cells did).")
+                            f"({clip(problem['message'], 200)}); that cell did not run (the other cells did, as in Jupyter), "
+                            "so names it would have defined are missing. Fix it first.")
     if snap.setup_error:
         messages.append(f"{run}, the grader could not prepare the run ({snap.setup_error}).")
     if snap.ending == "sys_exit":

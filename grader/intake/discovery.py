@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from grader.intake.notebook import Cell, NotebookError, joined_source, notebook_cells
+from grader.intake.regions import Exercises, read_exercises
 
 SOURCE_SUFFIXES = (".py", ".ipynb")
 SAFE_RUN_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.@+-]{0,99}\.(py|ipynb)")
@@ -38,6 +39,7 @@ class Submission:
     cells: list[Cell] | None = None     # a notebook's code cells, run one by one; None for a .py file
     expected_name: str = ""             # the name the assignment asks for
     from_folder: bool = False           # the entry is a folder (the Gradescope and otter layouts)
+    exercises: Exercises = field(default_factory=Exercises)   # its exercise regions, read once here
 
     @property
     def run_name(self) -> str:
@@ -208,6 +210,7 @@ def _load(submission: Submission, expected_name: str, max_bytes: int) -> Submiss
     else:
         submission.data = data
     submission.source = text
+    submission.exercises = read_exercises(text, submission.cells)
     return submission
 
 

@@ -1,7 +1,9 @@
 """Exercise regions of a source file: the `# BEGIN EXERCISE <name>` / `# END EXERCISE <name>` marker pairs.
 
 The solution's markers are the contract with the starter generator (authoring) and tell the grader which
-exercises a student left unfinished (grading). Reading them needs nothing but the text.
+exercises a student left unfinished (grading). Reading them needs nothing but the text. A submission's are read
+once, at intake (`read_exercises`, kept as `Submission.exercises`), into what grading needs: where each region lies
+and which still hold a placeholder, with places as the student reads them.
 """
 
 from __future__ import annotations
@@ -9,8 +11,10 @@ from __future__ import annotations
 import bisect
 import re
 import tokenize
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from io import StringIO
+
+from grader.intake.notebook import Cell, joined_line_places
 
 MARKER = re.compile(r"^(?P<indent>[ \t]*)#\s*(?P<kind>BEGIN|END) EXERCISE\s+(?P<name>[\w.-]+)\s*$")
 MAX_REPORTED_REGIONS = 200   # a file with thousands of markers is named by its first ones
@@ -100,3 +104,29 @@ def region_lines(source: str, cells: list | None = None) -> dict[str, list[Regio
         for region in regions[:MAX_REPORTED_REGIONS]:
             found.setdefault(region.name, []).append((number, region.begin + 1, region.end + 1))
     return found
+
+
+Place = tuple[int | None, int]      # (notebook cell number or None, 1-based line in that cell or the file)
+
+
+@dataclass(frozen=True)
+class Exercises:
+    """A submission's exercise regions, read once at intake."""
+
+    regions: dict[str, list[RegionLines]] = field(default_factory=dict)   # where each lies (the graded bindings)
+    unfinished: dict[str, list[Place]] = field(default_factory=dict)     # BEGIN markers of regions still holding `...`
+
+
+def read_exercises(source: str, cells: list[Cell] | None = None) -> Exercises:
+    """Both readings of a submission's markers: per unit (notebook cell or file) and over the joined source, whose
+    line numbers become the student's places ("In [3], line 1" in a notebook)."""
+    places = joined_line_places(cells) if cells else None
+
+    def place(line: int) -> Place:
+        if places is not None and 0 < line <= len(places):
+            cell, within = places[line - 1]
+            return cell, within
+        return None, line
+
+    unfinished = {name: [place(line) for line in lines] for name, lines in unfinished_exercises(source).items()}
+    return Exercises(region_lines(source, cells), unfinished)

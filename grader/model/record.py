@@ -39,6 +39,7 @@ class RunSummary(TypedDict):
     cpu_seconds: float | None
     max_rss_bytes: int | None
     cpu_wait_allowance_seconds: NotRequired[float]   # added to the wall limit: time it waited for a CPU others held
+    skipped: NotRequired[list[str]]   # notebook cells skipped for a syntax error, as Jupyter skips them ("In [9], line 5: ...")
 
 
 class OutputExcerpt(TypedDict):

@@ -40,10 +40,28 @@ def limit_notes(record: Record) -> list[str]:
 
 
 def stopped_early(record: Record) -> bool:
-    """The file as written stopped before its end (a syntax error, sys.exit, a limit): its run notes explain every
-    later failure, so every report shows them before the checks (the record lists the stop first)."""
+    """Part of the file as written never ran: it stopped before its end (a syntax error, sys.exit, a limit) or a
+    notebook cell with a syntax error was skipped. Its run notes explain every later failure, so every report shows
+    them before the checks (the record lists the reason first)."""
     baseline = (record.get("runs") or {}).get("baseline")
-    return isinstance(baseline, dict) and baseline.get("ending") in STOPPED_ENDINGS
+    return isinstance(baseline, dict) and (baseline.get("ending") in STOPPED_ENDINGS or bool(baseline.get("skipped")))
+
+
+def read_first_heading(record: Record) -> str:
+    """The heading of the notes shown before the checks when `stopped_early`."""
+    baseline = (record.get("runs") or {}).get("baseline")
+    if isinstance(baseline, dict) and baseline.get("ending") not in STOPPED_ENDINGS and baseline.get("skipped"):
+        return "Read this first: part of your notebook did not run"
+    return "Read this first: your file stopped early"
+
+
+RUN_DESCRIPTION_PREFIX = "About the "        # "About the variant run: ...": what a labelled run changes, said once
+
+
+def run_descriptions(messages: list[str]) -> tuple[list[str], list[str]]:
+    """(the runs described once, shown at the top of a student's page; the other notes)."""
+    about = [m for m in messages if isinstance(m, str) and m.startswith(RUN_DESCRIPTION_PREFIX)]
+    return about, [m for m in messages if m not in about]
 
 
 def student_messages(messages: list[str]) -> list[str]:

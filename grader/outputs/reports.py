@@ -26,7 +26,16 @@ from markupsafe import Markup, escape
 from grader.common.files import atomic_write
 from grader.intake.discovery import safe_filename
 from grader.model.record import Record
-from grader.model.verdicts import ISOLATION_PREFIX, limit_notes, mark, passed, stopped_early, student_messages
+from grader.model.verdicts import (
+    ISOLATION_PREFIX,
+    limit_notes,
+    mark,
+    passed,
+    read_first_heading,
+    run_descriptions,
+    stopped_early,
+    student_messages,
+)
 from grader.outputs.figure_data import ReadFigure, differences, read_figure
 from grader.outputs.similarity_view import similarity_context
 from grader.outputs.summary import class_average
@@ -251,8 +260,10 @@ def student_context(record: Record, assignment, reference_figures: dict, cache,
         "record": record, "percent": _percent(record),
         "error": record.get("status") != "graded",
         "reason": (record.get("messages") or ["unknown reason"])[0],
-        "groups": groups, "sections": sections, "messages": student_messages(record.get("messages", [])),
-        "stopped": stopped_early(record),
+        "groups": groups, "sections": sections,
+        "about_runs": run_descriptions(record.get("messages", []))[0],
+        "messages": student_messages(run_descriptions(record.get("messages", []))[1]),
+        "stopped": stopped_early(record), "read_first": read_first_heading(record),
         "figure_name": figure_name, "figures": figures,
         "output_head": head[:OUTPUT_SHOWN_CHARS], "output_tail": tail[cut_tail:],
         "output_cut": cut_head + cut_tail, "output_omitted": (output.get("omitted_bytes", 0) or 0) if output else 0,

@@ -69,6 +69,11 @@ def claim(out: Path, submissions_folder: Path, assignment_id: str, submission_id
     return notes
 
 
+def owner_of(out: Path) -> dict:
+    """{"submissions": folder, "assignment": id} of a results folder ({} when it names none)."""
+    return _owner(out)
+
+
 def _owner(out: Path) -> dict:
     try:
         data = json.loads((out / OWNER_FILE).read_text(encoding="utf-8"))

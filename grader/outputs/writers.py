@@ -15,7 +15,7 @@ from grader.lms.canvas import Roster, canvas_csv, column_header, late
 from grader.lms.gradescope import OtterSettings, results_json
 from grader.lms.otter_csv import final_grades_csv, safe_cell
 from grader.model.record import CheckRecord, Record, record_to_json
-from grader.model.verdicts import mark, passed, stopped_early, student_messages
+from grader.model.verdicts import mark, passed, read_first_heading, run_descriptions, stopped_early, student_messages
 
 STUDENT_VISIBLE = ("visible", "after_due_date", "after_published")
 
@@ -88,10 +88,12 @@ def feedback_markdown(record: Record, visibilities: tuple[str, ...] = STUDENT_VI
     if record["status"] == "error":
         reason = record["messages"][0] if record["messages"] else "unknown reason"
         lines += ["Your file could not be graded: " + md_block(reason), ""]
-    notes = ["", "## Notes on your run", ""] + [f"- {md_block(m)}" for m in student_messages(record["messages"])]
-    first = stopped_early(record) and record["messages"]
+    about, others = run_descriptions(record["messages"])
+    lines += [md_block(m) for m in about] + ([""] if about else [])   # what a labelled run changes: said once, here
+    notes = ["", "## Notes on your run", ""] + [f"- {md_block(m)}" for m in student_messages(others)]
+    first = stopped_early(record) and others
     if first:
-        lines += ["## Read this first: your file stopped early", "", *notes[3:], ""]
+        lines += [f"## {read_first_heading(record)}", "", *notes[3:], ""]
     lines += ["| Group | Score |", "|---|---|"]
     lines += [f"| {g} | {v['score']:g} / {v['max_score']:g} |" for g, v in record["groups"].items()]
     lines.append("")
@@ -101,7 +103,7 @@ def feedback_markdown(record: Record, visibilities: tuple[str, ...] = STUDENT_VI
             current = check["group"]
             lines += ["", f"## {current}", ""]
         lines.append(check_line(check, visibilities))
-    if record["messages"] and not first:
+    if others and not first:
         lines += notes
     output = record.get("output")
     if output and (output.get("head") or output.get("tail")):

@@ -108,6 +108,9 @@ def similarity_for(out: Path, assignment: Assignment, earlier: list[Path] | None
     loaded = load_results(out)
     previous, notes = [], list(loaded.notes)
     for folder in earlier or []:
+        if Path(folder).resolve() == Path(out).resolve():   # the CLI refuses it; never let it pair the class with itself
+            notes.append(f"earlier term {folder} is this class's own results folder: left out.")
+            continue
         more = load_earlier(folder, assignment.submission_filename, assignment.max_submission_bytes)
         previous += more.documents
         notes += more.notes
@@ -135,11 +138,14 @@ def common_limit(settings: SimilaritySettings, documents: int) -> int:
 def build_report(current: list[Document], earlier: list[Document], boilerplate: Boilerplate,
                  settings: SimilaritySettings, exercise_of: dict[str, str], given_text: str,
                  threshold: float) -> SimilarityReport:
+    """Earlier terms add pairs (each of this class's submissions against each earlier one) and never change a
+    pair within the class: what counts as an idiom there is decided by this class alone."""
     documents = current + earlier
+    inside = common_limit(settings, len(current))
     limit = common_limit(settings, len(documents))
     prepared = prepare(documents, boilerplate, settings)   # idioms: the given code only, never a count of holders
     code_pairs = shared_pairs(prepared, len(current), limit, settings.substantial_tokens)
-    value_pairs = shared_values(documents, len(current), settings, limit, exercise_of, given_text)
+    value_pairs = shared_values(documents, len(current), settings, limit, exercise_of, given_text, inside)
     scored = []
     for key in set(code_pairs) | set(value_pairs):
         a, b = key

@@ -62,8 +62,12 @@ def value_names(settings: SimilaritySettings) -> list[str]:
 
 
 def shared_values(documents: list[Document], current: int, settings: SimilaritySettings, limit: int,
-                  exercise_of: dict[str, str], given_text: str) -> dict[tuple[int, int], list[SharedValue]]:
-    """(i, j) -> the telling values both hold (documents from `current` on are earlier terms')."""
+                  exercise_of: dict[str, str], given_text: str,
+                  inside_limit: int | None = None) -> dict[tuple[int, int], list[SharedValue]]:
+    """(i, j) -> the telling values both hold (documents from `current` on are earlier terms'). A pair within the
+    class is judged by the class alone (holders counted there, against `inside_limit`), so earlier terms never change
+    it; a pair with an earlier submission by everyone's holders against `limit`."""
+    inside_limit = limit if inside_limit is None else inside_limit
     holders: dict[str, dict[int, tuple[str, str | None]]] = defaultdict(dict)   # key -> doc -> (name, reason)
     for number, document in enumerate(documents):
         for name, value in (document.values or {}).items():
@@ -78,19 +82,23 @@ def shared_values(documents: list[Document], current: int, settings: SimilarityS
     pairs: dict[tuple[int, int], list[SharedValue]] = defaultdict(list)
     for key, held in holders.items():
         telling = sorted(n for n, (_, reason) in held.items() if reason)
-        if len(telling) < 2 or len(held) > limit or natural(json.loads(key), given_text):
+        if len(telling) < 2 or natural(json.loads(key), given_text):
             continue
+        in_class = sum(1 for n in held if n < current)
         shown = _shown(json.loads(key))
         for index, a in enumerate(telling):
             if a >= current:
                 break
             for b in telling[index + 1:]:
+                count, most = (in_class, inside_limit) if b < current else (len(held), limit)
+                if count > most:
+                    continue
                 name_a, reason_a = held[a]
                 name_b, reason_b = held[b]
                 names = name_a if name_a == name_b else f"{name_a} | {name_b}"
                 reason = "wrong" if "wrong" in (reason_a, reason_b) else "unusual choice"
                 first = name_a.split(" / ")[0]
-                pairs[(a, b)].append(SharedValue(names, shown, len(held), reason, exercise_of.get(first, first)))
+                pairs[(a, b)].append(SharedValue(names, shown, count, reason, exercise_of.get(first, first)))
     return pairs
 
 

@@ -1,7 +1,7 @@
 """How a student check starts its runs: the fork server over the warm state's compiled programs where it can work.
 
 The programs are the public starter's, trusted code that compiles the lesson's given programs (most of a run's
-compile time): in the instructor's checkout rendered from the solution (with the reference facts, by
+compile time): in the instructor's checkout the starter `grader build` wrote (with the reference facts, by
 grader/grading/warm_up.py), in a student bundle the copy it ships (which has no solution: its facts come with
 it). Both are kept in the same warm state (grader/grading/warm_state.py), built once per machine and JAX version,
 beside the fork server's start. Student runs only ever read a copy, as in `grader grade`.
@@ -24,11 +24,10 @@ from grader.runs.runners import ServerStart
 @contextmanager
 def check_runner(assignment: Assignment, bundle: Bundle | None, note: Callable[[str], None]) -> Iterator[Runner | None]:
     if bundle is None:
-        # imported here only: rendering the starter needs jinja2, which a student bundle does not install
-        from grader.authoring.starter import public_code
-
+        # the checkout's public code as `grader build` wrote it (data, never the starter builder, which needs jinja2)
         baseline = {"baseline": assignment.lesson_seed}   # the variant's seed is fresh each time: not worth warming
-        with warmed_up(assignment, baseline, note, warm_fresh_seeds=False, public_source=public_code(assignment)) as warm:
+        with warmed_up(assignment, baseline, note, warm_fresh_seeds=False,
+                       public_source=assignment.built_starter()) as warm:
             yield warm.runner
         return
     state = WarmState(assignment, public_source=bundle.starter)

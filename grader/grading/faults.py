@@ -1,11 +1,10 @@
-"""What went wrong in a submission's runs that is not the student's answer: errors only one scenario had, the
-grader's own set-up failures (from channels the student's process cannot write), and errors a run merely claims
-came from the grader's code (listed for the instructor, never excused)."""
+"""The grader's own faults in a run, told apart from the student's: what only the sandbox or the harness's set-up
+report can say (`grader_faults`), errors a run claims came from the grader (`reported_faults`, never trusted), and
+errors only a scenario other than the file as written raised (`errors_only_in`)."""
 
 from __future__ import annotations
 
-from grader.intake.notebook import where
-from grader.runs.snapshot import Snapshot, Statement
+from grader.runs.snapshot import Snapshot, Statement, where
 
 
 def errors_only_in(scenario: str, snapshots: dict[str, Snapshot]) -> list[Statement]:
