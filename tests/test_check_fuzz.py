@@ -266,7 +266,7 @@ def test_no_value_a_run_sends_makes_a_check_raise(lesson, kind):
     if kind == "probes" and not tried:
         assert not lesson.assignment.probes_source.strip(), "the lesson has probes, but its reference runs sent none"
     elif kind == "evidence":
-        assert not lesson.assignment.evidence or any(s.evaluations for s in lesson.snapshots.values()), (
+        assert not lesson.assignment.evidence or any(s.evaluations or s.sightings for s in lesson.snapshots.values()), (
             "the lesson records evidence, but its reference runs sent none")
     else:
         assert tried, f"no {kind} to change in {lesson.assignment.id}'s reference runs"

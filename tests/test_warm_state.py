@@ -29,6 +29,7 @@ from grader.config.assignment import load
 from grader.grading.warm_state import WarmState, scenario_world, warm_key
 from grader.grading.warm_up import GatedRunner
 from grader.outputs.progress import Progress
+from grader.runs.jobs import variant_seed_for
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -231,9 +232,10 @@ class FakeStart:
         self.log = log
 
     def runner(self):
-        # a job names its world only by its set-up calls: the variant's begin by replacing the lesson's seed
+        # a job names its world only by its set-up calls (the same functions in both worlds): the variant's carry
+        # a seed other than the lesson's
         return lambda job, limits: self.log.append(
-            "variant" if any(call[0] == "replace_lesson_seed" for call in job["setup_calls"]) else "baseline")
+            "variant" if any(call[1].get("seed") not in (None, 18) for call in job["setup_calls"]) else "baseline")
 
 
 def test_a_run_waits_for_its_worlds_warm_up_and_no_other(assignment):
@@ -313,12 +315,14 @@ def test_a_fresh_cache_is_warmed_once_and_reused_by_the_next_batches(assignment,
         scores = {record["submission"]: record["score"] for record in result.records}
         assert scores == {"reference": assignment.max_score, "empty": 0}
     assert state.read_reference() is not None
-    for seed in (101, 202):
+    used = {seed: variant_seed_for(assignment, seed) for seed in (101, 202)}   # the suitable worlds they ask for
+    assert (first.variant_seed, second.variant_seed) == (used[101], used[202])
+    for seed in used.values():
         assert state.read_figures(grader.cli.batch.seed_map(assignment, seed), seed) is not None
     if state.compiled:
-        assert "compiling the lesson's programs" in log1 and "variant world of seed 101 ready" in log1
-        assert "variant world of seed 202 ready" in log2
-        assert len(entries(state.read_seed(202, 202).folder)) > len(entries(state.read_starter().folder)) > 0
+        assert "compiling the lesson's programs" in log1 and f"variant world of seed {used[101]} ready" in log1
+        assert f"variant world of seed {used[202]} ready" in log2
+        assert len(entries(state.read_seed(used[202], used[202]).folder)) > len(entries(state.read_starter().folder)) > 0
     assert not list((state.folder / "views").iterdir()), "a batch's view outlived it"
 
 

@@ -15,6 +15,7 @@ from grader.config import assignment as assignment_module
 from grader.grading import reference
 from grader.grading.warm_state import REFERENCE, WarmState
 from grader.outputs.writers import feedback_markdown, grades_csv, write_result
+from grader.runs.jobs import variant_seed_for
 from grader.sandbox.child.encoding import encode_value
 
 GROUPS = ["runs", "gradients", "hvp"]
@@ -255,7 +256,7 @@ def test_batch_rerun_reuses_records_unless_regrade(tmp_path, assignment, kept_st
                 "variant_seed", "sha256"):
         assert key in rec
     on_disk = json.loads((out / "erin.json").read_text())
-    assert on_disk["submission"] == "erin" and on_disk["variant_seed"] == 4242
+    assert on_disk["submission"] == "erin" and on_disk["variant_seed"] == variant_seed_for(assignment, 4242)
     assert (out / "erin.feedback.md").is_file()
     rows = list(csv.DictReader(io.StringIO((out / "grades.csv").read_text())))
     assert [(r["submission"], r["status"]) for r in rows] == [("erin", "error")]

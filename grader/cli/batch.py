@@ -35,7 +35,7 @@ from grader.outputs.progress import Progress
 from grader.outputs.results_folder import claim
 from grader.outputs.similarity_view import write_similarity_csv
 from grader.outputs.writers import result_path
-from grader.runs.jobs import Runner, fresh_variant_seed, scenario_seed
+from grader.runs.jobs import Runner, fresh_variant_seed, scenario_seed, variant_seed_for
 from grader.similarity.report import SimilarityOptions, run_keeper, safe_similarity, settings_for
 from grader.similarity.store import ensure_sidecars, write_sidecar
 
@@ -83,7 +83,7 @@ def grade_folder(assignment: Assignment, folder: Path, out: Path, workers: int |
     for note in claim(out, folder, assignment.id, [s.id for s in submissions]):   # one class per results folder
         progress.note(note)
     remove_torn_writes(out)  # left by a run that was killed mid-write; finished files are whole
-    seed = variant_seed if variant_seed is not None else fresh_variant_seed(assignment)
+    seed = variant_seed_for(assignment, variant_seed) if variant_seed is not None else fresh_variant_seed(assignment)
     result = BatchResult(variant_seed=seed)
     pending = []
     kept: list[tuple[Submission, Record]] = []

@@ -25,7 +25,7 @@ from grader.intake.discovery import Submission
 from grader.intake.regions import Exercises
 from grader.model.record import CheckRecord, GroupScore, OutputExcerpt, Record, RunSummary
 from grader.model.verdicts import ISOLATION_PREFIX, STOPPED_ENDINGS
-from grader.runs.jobs import Runner, run_scenario, scenario_seed, setup_parameters
+from grader.runs.jobs import Runner, run_scenario, scenario_seed, setup_parameters, variant_seed_for
 from grader.runs.places import failure_place
 from grader.runs.provenance import Provenance
 from grader.runs.snapshot import Snapshot, where
@@ -38,6 +38,7 @@ def grade(assignment: Assignment, submission: Submission, facts: dict, variant_s
           runner: Runner | None = None, keep_runs: Callable[[dict[str, Snapshot]], None] | None = None) -> Record:
     """`keep_runs`, when given, sees the runs' snapshots (the batch keeps exercise values for the instructor's
     similarity report); nothing it does reaches the record, and a failure in it costs the student nothing."""
+    variant_seed = variant_seed_for(assignment, variant_seed)   # a seed asked for by number: a suitable world
     if submission.problem:
         return error_record(assignment, submission, submission.problem, variant_seed)
     seeds = {name: scenario_seed(assignment, scenario, variant_seed) for name, scenario in assignment.scenarios.items()}

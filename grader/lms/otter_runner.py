@@ -48,7 +48,7 @@ from grader.lms.gradescope import (
 )
 from grader.model.record import CheckRecord, Record
 from grader.model.verdicts import passed
-from grader.runs.jobs import fresh_variant_seed, scenario_seed
+from grader.runs.jobs import fresh_variant_seed, scenario_seed, variant_seed_for
 from grader.sandbox.isolation import WeakIsolation, isolation_for_command
 
 PLUGIN_NAME = "grader.lms.otter_plugin.SandboxedGrader"   # as otter_config.json names it
@@ -146,7 +146,7 @@ class SandboxedRunner(AbstractLanguageRunner):
         except Exception as error:  # a broken autograder: details to stdout (instructor only), plain words to students
             raise _unprepared(error) from None
         seed = settings.get("variant_seed", getattr(self.ag_config, "seed", None))
-        seed = int(seed) if seed is not None else fresh_variant_seed(assignment)
+        seed = variant_seed_for(assignment, int(seed)) if seed is not None else fresh_variant_seed(assignment)
         submission = self.submission(assignment)
         if submission.problem:   # nothing will run: no warm-up
             record = grade_one(assignment, submission, {}, seed)

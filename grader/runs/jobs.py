@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import random
 import secrets
 from collections.abc import Callable
 from typing import Any
@@ -31,6 +32,35 @@ def fresh_variant_seed(assignment: Assignment) -> int:
             return seed
     raise RuntimeError(f"oracle.suitable_seed accepted none of {MAX_SEED_DRAWS} random seeds: the assignment's "
                        "separation settings cannot be met (see its oracle)")
+
+
+_SUITABLE: dict[tuple[str, int], int] = {}
+
+
+def _suitable_for(assignment: Assignment, requested: int) -> int:
+    key = (assignment.fingerprint, requested)
+    if key not in _SUITABLE:
+        _SUITABLE[key] = _first_suitable(assignment, requested)
+    return _SUITABLE[key]
+
+
+def _first_suitable(assignment: Assignment, requested: int) -> int:
+    suitable = getattr(assignment.oracle, "suitable_seed", None)
+    if suitable is None or (requested != assignment.lesson_seed and suitable(requested, assignment.settings)):
+        return requested
+    draw = random.Random(f"suitable variant seed for {requested}")
+    for _ in range(MAX_SEED_DRAWS):
+        seed = draw.randrange(1, 2**31)
+        if seed != assignment.lesson_seed and suitable(seed, assignment.settings):
+            return seed
+    raise RuntimeError(f"oracle.suitable_seed accepted no seed derived from {requested}")
+
+
+def variant_seed_for(assignment: Assignment, requested: int) -> int:
+    """The variant seed a batch asked for by number (`--variant-seed`, otter's `seed`, a test): itself when the
+    assignment finds it suitable, else the first suitable seed of a sequence drawn from it, so the same number
+    always gives the same world and every world separates the methods (a record says which seed was used)."""
+    return _suitable_for(assignment, int(requested))
 
 
 def setup_parameters(assignment: Assignment, scenario: Scenario, seed: int, batch_seed: int | None) -> dict[str, Any]:
