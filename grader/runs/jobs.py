@@ -14,7 +14,7 @@ from grader.model.limits import Limits
 from grader.runs.snapshot import Snapshot, build_snapshot
 from grader.sandbox.process import RawRun, run_job
 
-MAX_SEED_DRAWS = 20000     # an assignment may accept few seeds (one in several hundred); each test is cheap
+MAX_SEED_DRAWS = 200000    # an assignment may accept few seeds (one in several thousand); each test is cheap
 _PARAMETERS: dict[tuple[str, str, int, int], dict[str, Any]] = {}
 
 
