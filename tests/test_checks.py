@@ -1078,7 +1078,7 @@ def test_eps_bound_before_the_region_and_set_after_finite(assignment, oracles, b
     fraction, feedback = check(assignment, oracles, "eps_is_a_sensible_step", events, evaluations=evaluations)
     assert fraction == 0 and f"`eps` = {machine:g} is outside" in feedback
     fraction, feedback = check(assignment, oracles, "finite_is_central_difference", replace_eps_events(events, oracles), "variant")
-    assert fraction == 0 and "cannot be confirmed as a central difference" in feedback
+    assert fraction == 0 and "cannot confirm your `finite` as a central difference" in feedback
 
 
 def test_finite_rebound_after_the_region(assignment, oracles, base_events):
@@ -1326,7 +1326,7 @@ def test_a_float64_central_difference_at_a_tiny_step_passes_and_a_float32_one_ca
     assert check(assignment, oracles, "finite_is_central_difference", events, "variant")[0] == 1
     rounded = exact64 + 50 * oracle.finite_noise(tiny, assignment.settings.finite_noise_float64, float(np.finfo(np.float64).eps))
     fraction, feedback = check(assignment, oracles, "finite_is_central_difference", replace(events, "finite", rounded), "variant")
-    assert fraction == 0 and "cannot be confirmed as a central difference" in feedback
+    assert fraction == 0 and "cannot confirm your `finite` as a central difference" in feedback
 
 
 def test_every_check_is_told_apart_in_the_variant_world(assignment, oracles):

@@ -65,6 +65,11 @@ def _timeless(message: str) -> str:
     return re.sub(r"\d+(\.\d+)? s\b", "N s", message)
 
 
+def _scores(record: dict) -> dict:
+    return {"status": record["status"], "score": record["score"], "groups": record["groups"],
+            "checks": [(c["id"], c["score"]) for c in record["checks"]], "variant_seed": record["variant_seed"]}
+
+
 def _verdicts(record: dict) -> dict:
     runs = {name: (run["ending"], run["failed_statements"]) for name, run in (record.get("runs") or {}).items()}
     return {"status": record["status"], "score": record["score"], "groups": record["groups"],
@@ -194,6 +199,9 @@ def test_the_cluster_grades_as_a_local_batch_does(assignment, cluster, tmp_path)
     here, there = _records(tmp_path / "local"), _records(tmp_path / "cluster")
     assert sorted(here) == sorted(there) == sorted(Path(n).stem for n in [*CASES, "loopback_connect.py"])
     for name in here:
+        if name == "hang_at_end":   # which limit strikes first (soft interrupt or hard kill) depends on the load
+            assert _scores(there[name]) == _scores(here[name]), name
+            continue
         assert _verdicts(there[name]) == _verdicts(here[name]), name
     assert there["reference"]["score"] == there["reference"]["max_score"]
     assert any("time limit" in message for message in there["hang_at_end"]["messages"])

@@ -376,7 +376,8 @@ def finite_is_central_difference(run, oracle, settings):
     for name, units, unit in (("float64", settings.finite_noise_float64, DOUBLE), ("float32", settings.finite_noise_float32, SINGLE)):
         if _closest(finite, honest) > oracle.finite_noise(eps, units, unit):
             continue
-        if not oracle.values_changed or oracle.finite_separation(eps, settings, unit) >= settings.separation:
+        in_range = unit == DOUBLE or settings.eps_min <= eps <= settings.eps_max   # where suitable worlds separate it
+        if not oracle.values_changed or (in_range and oracle.finite_separation(eps, settings, unit) >= settings.separation):
             return f"`finite` is the central difference of the objective's values at x ± {eps:g}·v."
         unconfirmed = name
         break
@@ -385,9 +386,10 @@ def finite_is_central_difference(run, oracle, settings):
         raise AssertionError(written)
     if unconfirmed:
         raise AssertionError(
-            f"At eps = {eps:g}, {unconfirmed} rounding of the objective's two values is larger than what tells a central "
-            "difference from the exact slope here, so your `finite` cannot be confirmed as a central difference of "
-            f"the objective. Use a step between {settings.eps_min:g} and {settings.eps_max:g} (or compute in float64).")
+            f"At eps = {eps:g}, the grader cannot confirm your `finite` as a central difference of the objective in "
+            f"{unconfirmed}: its check tells a central difference from the exact slope for steps between "
+            f"{settings.eps_min:g} and {settings.eps_max:g} (at a smaller step rounding swamps the difference). Use a "
+            "step in that range (or compute in float64).")
     raise AssertionError(_finite_diagnosis(run, oracle, settings, finite, eps, honest))
 
 
