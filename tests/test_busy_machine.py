@@ -213,10 +213,13 @@ def test_cpu_stat_throttling_is_read_in_both_hierarchies():
 
 BURNERS = """
 import os
+parent = True
 for _ in range(3):
     if os.fork() == 0:
+        parent = False
         break
-print('ready', flush=True)
+if parent:   # one line only: four processes writing to one pipe may interleave theirs
+    print('ready', flush=True)
 while True:
     pass
 """
@@ -255,6 +258,8 @@ def test_a_run_throttled_by_its_own_quota_on_a_real_cgroup_earns_nothing():
           round(since.throttled_seconds, 2), "s, CPU", round(since.cpu_seconds, 2), "s")
     assert since.waited_seconds > 1.5, "the group was not held: the test means nothing"
     assert since.throttled_seconds > 1.5
-    assert allowance(elapsed, since._replace(throttled_seconds=0.0), cap=60) > 1.0 or since.cpu_seconds < 0.15, \
-        "without the throttled time the run would have earned seconds"
+    # (on a busy machine the old formula would have credited seconds here; on a quiet one others used little, so
+    # it is bounded by that anyway: only then is this comparison meaningful)
+    assert (allowance(elapsed, since._replace(throttled_seconds=0.0), cap=60) > 1.0 or since.cpu_seconds < 0.15
+            or since.machine_busy_seconds < 1.5), "without the throttled time the run would have earned seconds"
     assert allowance(elapsed, since, cap=60) < 0.5
