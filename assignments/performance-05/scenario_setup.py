@@ -160,8 +160,7 @@ def nudge_derivative_rules(slope_terms, tanh_curvature, checkpoint_curvature, **
     _exclude_own_frames(source_info_util, traceback_util, sys._getframe().f_code.co_filename)
     terms = [(float(c), float(w), float(p)) for c, w, p in slope_terms]
     tanh_p, remat_p = lax.tanh_p, ad_checkpoint.remat_p
-    originals = _ORIGINALS.setdefault("rules", {"tanh": ad.primitive_jvps[tanh_p], "remat": ad.primitive_jvps[remat_p],
-                                                "taylor": jet.jet_rules[tanh_p]})
+    originals = _ORIGINALS.setdefault("rules", {"remat": ad.primitive_jvps[remat_p], "taylor": jet.jet_rules[tanh_p]})
 
     vanish_p = core.Primitive("vanish")
     vanish_p.def_impl(lambda value: lax.full_like(value, 0))
