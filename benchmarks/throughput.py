@@ -1,6 +1,7 @@
 """Benchmark: `grader grade` against running the same files bare, one after another, side by side in one run.
 
     .venv/bin/python benchmarks/throughput.py [--class-size 60] [--sizes 20 100 400] [--bare 60] [--workers N]
+                                              [--held-out tests/assignments/performance-05/corpus]
 
 Files: distinct honest submissions, the reference solution written other ways (every combination of how the
 memory entry is built, how `automatic` is computed, the step, the HVP's direction and method is a different
@@ -8,13 +9,17 @@ file; 672 exist, taken in a fixed shuffled order), so no two share a hash or a w
 
 Measured, in this order, in one process:
 1. first use on a machine: the warm state measured from nothing (the reference solution's facts and the public
-   starter's compiled programs), in a fresh cache folder; every later command reuses it;
+   starter's compiled programs, with the method sampler's when the class is large enough to use it), in a fresh
+   cache folder; every later command reuses it;
 2. the class (`--class-size` files): bare `python file.py` on each of `--bare` of them (all, by default), one after
-   another, then `grade_folder` on the whole class with a fresh variant seed (its variant world warmed as any
-   batch warms it); the ratio is bare seconds per file over grading seconds per submission;
+   another, half before and half after `grade_folder` grades the whole class with a fresh variant seed (its
+   variant world warmed as any batch warms it); the ratio is bare seconds per file over grading seconds per
+   submission;
 3. a no-op re-run of the class through the real command (`python -m grader.cli.main grade`): seconds to its first
    progress line and to its end;
-4. each of `--sizes` as a class of its own (a fresh seed each): seconds per submission, flat when time is linear.
+4. each of `--sizes` as a class of its own (a fresh seed each): seconds per submission, flat when time is linear;
+5. with `--held-out FOLDER`: a class of honest files nobody wrote for this benchmark (the test corpus's honest
+   solutions, written by other hands), measured as in 2.
 
 CPU seconds per submission are split into inside the runs (the runs' own, from the records) and outside them
 (the grader process, the fork server and its supervisors, the warm-up's reference and starter runs), with cgroup v1 cpuacct
@@ -31,6 +36,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import tomllib
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -89,13 +95,46 @@ def honest_variant(solution: str, index: int) -> str:
     return f"# student {index:04d}: memory {memory}, automatic {automatic}, eps {eps}, hvp {hvp}\n" + text
 
 
-def bare_seconds(files: list[Path], cwd: Path) -> list[float]:
-    seconds = []
+def held_out_files(folder: Path, count: int) -> list[Path]:
+    """Up to `count` honest `.py` files of another class: every one in `folder`, or where a `NAME.expected.toml`
+    sits beside it (the test corpus), only those it calls honest; a fixed shuffle picks them."""
+    chosen = []
+    for path in sorted(folder.glob("*.py")):
+        expected = path.with_suffix(".expected.toml")
+        if not expected.exists() or tomllib.loads(expected.read_text()).get("why", "").startswith("honest"):
+            chosen.append(path)
+    random.Random(7).shuffle(chosen)
+    return sorted(chosen[:count])
+
+
+def bare_seconds(files: list[Path], cwd: Path) -> tuple[list[float], int]:
+    """Seconds of `python file.py` for each file, one after another, and how many of them failed."""
+    seconds, failed = [], 0
     for path in files:
         started = time.perf_counter()
-        subprocess.run([sys.executable, str(path)], cwd=cwd, capture_output=True, check=True)
+        failed += subprocess.run([sys.executable, str(path)], cwd=cwd, capture_output=True).returncode != 0
         seconds.append(time.perf_counter() - started)
-    return seconds
+    return seconds, failed
+
+
+BARE: dict[str, float] = {}   # label -> bare seconds per file of that class
+
+
+def measure_class(label: str, klass: list[Path], scratch: Path, folder: Path, assignment, args, meter: CpuMeter) -> None:
+    """Bare runs of half the sample before grading the class and of the other half after it (a machine that
+    speeds up or slows down during the benchmark moves both sides of the ratio alike), then the ratio."""
+    sample = klass[:: max(1, len(klass) // (args.bare or len(klass)))][: args.bare or len(klass)]
+    cpu = meter.seconds()
+    before, failed_before = bare_seconds(sample[0::2], scratch)
+    result = grade_class(assignment, klass, folder, args.workers, meter)
+    after, failed_after = bare_seconds(sample[1::2], scratch)
+    bare = before + after
+    bare_per_file = BARE[label] = statistics.mean(bare)
+    bare_cpu = (meter.seconds() - cpu - result["cpu"] * result["n"]) / len(bare)
+    print(f"{label}: bare `python file.py`, sequential, {len(bare)} files: {bare_per_file:.3f} s per file "
+          f"({statistics.mean(before):.3f} before grading, {statistics.mean(after):.3f} after; min {min(bare):.2f}, "
+          f"max {max(bare):.2f}; {failed_before + failed_after} ended in an error), {bare_cpu:.2f} CPU s per file")
+    print(line(label, result, bare_per_file, meter.whole_tree))
 
 
 def grade_class(assignment, files: list[Path], folder: Path, workers: int | None, meter: CpuMeter) -> dict:
@@ -141,6 +180,8 @@ def main() -> None:
     parser.add_argument("--sizes", type=int, nargs="*", default=[20, 100, 400])
     parser.add_argument("--bare", type=int, default=None, help="files of the class run bare (default: all)")
     parser.add_argument("--workers", type=int, default=None)
+    parser.add_argument("--held-out", type=Path, default=None,
+                        help="also grade a class of honest files from this folder (e.g. the test corpus) the same way")
     args = parser.parse_args()
     assignment = load("performance-05", ROOT)
     solution = assignment.solution_path.read_text()
@@ -158,28 +199,28 @@ def main() -> None:
             files = sorted(pool.iterdir())
 
             cpu, started = meter.seconds(), time.perf_counter()
-            state = WarmState(assignment, public_source=public_code(assignment))
+            # The warm state a class of this size uses (with the method sampler from its threshold on), as a first
+            # `grader grade` of such a class leaves it for every later command.
+            sampler = args.class_size >= assignment.method_sampler_min_submissions
+            state = WarmState(assignment, public_source=public_code(assignment, with_sampler=sampler))
             state.reference()
             state.starter()
             print(f"first use on a machine (warm state from nothing): {time.perf_counter() - started:.1f} s, "
                   f"{meter.seconds() - cpu:.1f} CPU s; reused by every later command")
 
             klass = files[: args.class_size]
-            sample = klass[:: max(1, len(klass) // (args.bare or len(klass)))][: args.bare or len(klass)]
-            cpu = meter.seconds()
-            bare = bare_seconds(sample, scratch)
-            bare_per_file = statistics.mean(bare)
-            print(f"bare `python file.py`, sequential, {len(bare)} files of the class: {bare_per_file:.3f} s per file "
-                  f"(min {min(bare):.2f}, max {max(bare):.2f}), {(meter.seconds() - cpu) / len(bare):.2f} CPU s per file "
-                  f"= {60 / bare_per_file:.1f} files/min")
-            print(line(f"class of {len(klass)}", grade_class(assignment, klass, scratch / "class", args.workers, meter),
-                       bare_per_file, meter.whole_tree))
+            measure_class(f"class of {len(klass)}", klass, scratch, scratch / "class", assignment, args, meter)
             first, whole = rerun(scratch / "class")
             print(f"no-op re-run of the class (`grader grade`, nothing changed): first line after {first:.2f} s, "
                   f"done in {whole:.2f} s")
+            bare_per_file = BARE[f"class of {len(klass)}"]
             for size in args.sizes:
                 result = grade_class(assignment, files[:size], scratch / f"size-{size}", args.workers, meter)
                 print(line(f"N={size:>4}", result, bare_per_file, meter.whole_tree))
+            if args.held_out:
+                others = held_out_files(args.held_out, args.class_size)
+                measure_class(f"held-out class of {len(others)} ({args.held_out})", others, scratch,
+                              scratch / "held-out", assignment, args, meter)
     finally:
         meter.close()
 

@@ -188,21 +188,27 @@ class ForkServer:
     def generation(self) -> int:
         return self._current.generation if self._current else 0
 
-    def peak_memory_bytes(self) -> int | None:
-        """The fork server's own peak resident memory (its runs are forks: they share most of it)."""
+    def stats(self) -> dict:
+        """What the fork server process itself holds: its peak resident memory (its runs are forks: they share
+        most of it), its threads' names (a fork copies only the thread that forks) and whether it made the
+        lowering context its runs share. {} when it cannot answer."""
         with self._lock:
             server = self._current
         if server is None:
-            return None
+            return {}
         with server.send_lock:
             try:
                 server.socket.sendall(b"stats")
                 server.socket.settimeout(10)
-                return json.loads(server.socket.recv(4096)).get("max_rss_bytes")
+                answer = json.loads(server.socket.recv(4096))
+                return answer if isinstance(answer, dict) else {}
             except (OSError, ValueError):
-                return None
+                return {}
             finally:
                 server.socket.settimeout(None)
+
+    def peak_memory_bytes(self) -> int | None:
+        return self.stats().get("max_rss_bytes")
 
     def _acquire(self) -> _Server | None:
         with self._lock:

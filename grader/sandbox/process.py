@@ -166,6 +166,10 @@ def child_environment(workdir: Path) -> dict[str, str]:
         "TF_CPP_MIN_LOG_LEVEL": "2",
         "MPLBACKEND": "Agg",
         "XLA_FLAGS": "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1",
+        # One thread for NumPy's BLAS too: runs share the machine's cores already, and the fork server must hold no
+        # thread when it forks (OpenBLAS starts its pool when NumPy is imported).
+        "OPENBLAS_NUM_THREADS": "1",
+        "OMP_NUM_THREADS": "1",
     }
 
 

@@ -244,8 +244,21 @@ def supervise(request, fds):
 
 
 FD_NAMES = ("job", "output", "channel", "status", "control")
-PRELOAD = ("numpy", "numpy.testing", "jax", "jax.numpy", "jax.ad_checkpoint", "concurrent.futures", "encoding", "recorder",
-           "harness", "cpu_wait")
+SHARED = None   # the installed SharedLoweringContext, or None
+PRELOAD = ("numpy", "numpy.testing", "jax", "jax.numpy", "jax.ad_checkpoint", "jax.experimental.jet", "concurrent.futures",
+           "encoding", "recorder", "harness", "cpu_wait", "lowering_context")
+
+
+def thread_names():
+    """The names of this process's threads (a fork copies only the thread that forks: there must be one)."""
+    names = []
+    for task in sorted(os.listdir("/proc/self/task")):
+        try:
+            with open("/proc/self/task/%s/comm" % task) as stream:
+                names.append(stream.read().strip())
+        except OSError:
+            names.append("?")
+    return names
 
 
 def serve(sock):
@@ -259,9 +272,10 @@ def serve(sock):
             return
         if not message:
             return
-        if message == b"stats" and not fds:   # the benchmark asks how much memory this process has used
+        if message == b"stats" and not fds:   # the benchmark and the tests ask what this process holds
             usage = resource.getrusage(resource.RUSAGE_SELF)
-            sock.sendall(json.dumps({"max_rss_bytes": usage.ru_maxrss * 1024}).encode())
+            sock.sendall(json.dumps({"max_rss_bytes": usage.ru_maxrss * 1024, "threads": thread_names(),
+                                     "shared_lowering_context": SHARED is not None}).encode())
             continue
         if len(fds) != len(FD_NAMES):
             for fd in fds:
@@ -277,6 +291,7 @@ def serve(sock):
 
 
 def main():
+    global SHARED
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))   # harness.py sits beside this file
     os.makedirs(STAGING, exist_ok=True)
     sock = socket.socket(fileno=int(sys.argv[1]))
@@ -287,6 +302,10 @@ def main():
             importlib.import_module(module)
         except ImportError:
             pass
+    try:   # one MLIR context every run's lowerings reuse (lowering_context.py); without it JAX makes its own
+        SHARED = importlib.import_module("lowering_context").install()
+    except Exception:
+        SHARED = None
     gc.freeze()   # the runs are forks: keep the collector from touching (and so copying) these shared pages
     serve(sock)
 
