@@ -99,7 +99,7 @@ def held_out_files(folder: Path, count: int) -> list[Path]:
     """Up to `count` honest `.py` files of another class: every one in `folder`, or where a `NAME.expected.toml`
     sits beside it (the test corpus), only those it calls honest; a fixed shuffle picks them."""
     chosen = []
-    for path in sorted(folder.glob("*.py")):
+    for path in sorted(folder.resolve().glob("*.py")):
         expected = path.with_suffix(".expected.toml")
         if not expected.exists() or tomllib.loads(expected.read_text()).get("why", "").startswith("honest"):
             chosen.append(path)

@@ -16,6 +16,11 @@ def _grader_method_sampler():
         lambda: jax.jit(jax.grad(plain))(x),
         lambda: jax.vmap(plain)(jnp.stack([x + 1e-3 * _ones, x - 1e-3 * _ones])),
         lambda: jax.jit(plain)(x + 1e-3 * _ones),
+        # the directional derivatives in JAX arithmetic rather than Python floats
+        lambda: (plain(x + 1e-3 * _tangent) - plain(x - 1e-3 * _tangent)) / (2 * 1e-3),
+        lambda: [plain(_p) for _p in jnp.stack([x + 1e-3 * _tangent, x - 1e-3 * _tangent])],
+        lambda: jax.grad(plain)(x) @ _tangent,
+        lambda: jnp.dot(jax.grad(plain)(x), _tangent),
     ]
     for _f in (plain, remat):
         _forms += [
