@@ -53,9 +53,13 @@ class SharedLoweringContext:
 
     def lower_jaxpr_to_module(self, *args, **kwargs):
         """JAX's function; the size of the program's constants is known to `make_ir_context` while it runs."""
-        closed = args[1] if len(args) > 1 else kwargs.get("jaxpr")
         outer = getattr(self.local, "pending", None)
-        self.local.pending = None if self.retired else constant_bytes(closed, self.core)
+        self.local.pending = None
+        if not self.retired and threading.get_ident() == self.owner:
+            try:
+                self.local.pending = constant_bytes(args[1] if len(args) > 1 else kwargs.get("jaxpr"), self.core)
+            except Exception:   # never the student's failure: this lowering just gets a fresh context
+                self.local.pending = None
         try:
             return self.lower(*args, **kwargs)
         finally:
