@@ -147,3 +147,26 @@ def test_every_program_a_fresh_interpreter_cached_is_found_by_a_forked_run(tmp_p
                           ["hits", "misses", "lowerings"])
     assert snapshot.values["misses"] == 0
     assert snapshot.values["hits"] >= 3 and snapshot.values["lowerings"] >= snapshot.values["hits"]
+
+
+def test_a_program_it_cannot_measure_is_lowered_in_a_fresh_context(monkeypatch):
+    """In this process (JAX's functions restored after the test): a measurement that fails is never the student's
+    error; that lowering gets JAX's own context and the next one measured is shared again."""
+    import jax
+    from jax._src import core
+    from jax._src.interpreters import mlir
+
+    monkeypatch.setattr(mlir, "make_ir_context", mlir.make_ir_context)
+    monkeypatch.setattr(mlir, "lower_jaxpr_to_module", mlir.lower_jaxpr_to_module)
+    sharer = lowering_context.SharedLoweringContext(mlir, core).install()
+    measure = lowering_context.constant_bytes
+
+    def cannot_measure(*_):
+        raise RuntimeError("no measure")
+
+    monkeypatch.setattr(lowering_context, "constant_bytes", cannot_measure)
+    assert float(jax.jit(lambda x: x * 3.0)(2.0)) == 6.0
+    assert sharer.lowerings == 0
+    monkeypatch.setattr(lowering_context, "constant_bytes", measure)
+    assert float(jax.jit(lambda x: x * 5.0)(2.0)) == 10.0
+    assert sharer.lowerings == 1 and not sharer.retired
