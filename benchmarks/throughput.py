@@ -117,24 +117,23 @@ def bare_seconds(files: list[Path], cwd: Path) -> tuple[list[float], int]:
     return seconds, failed
 
 
-BARE: dict[str, float] = {}   # label -> bare seconds per file of that class
-
-
-def measure_class(label: str, klass: list[Path], scratch: Path, folder: Path, assignment, args, meter: CpuMeter) -> None:
+def measure_class(label: str, klass: list[Path], scratch: Path, folder: Path, assignment, args, meter: CpuMeter) -> float:
     """Bare runs of half the sample before grading the class and of the other half after it (a machine that
-    speeds up or slows down during the benchmark moves both sides of the ratio alike), then the ratio."""
+    speeds up or slows down during the benchmark moves both sides of the ratio alike), then the ratio; returns the
+    bare seconds per file."""
     sample = klass[:: max(1, len(klass) // (args.bare or len(klass)))][: args.bare or len(klass)]
     cpu = meter.seconds()
     before, failed_before = bare_seconds(sample[0::2], scratch)
     result = grade_class(assignment, klass, folder, args.workers, meter)
     after, failed_after = bare_seconds(sample[1::2], scratch)
     bare = before + after
-    bare_per_file = BARE[label] = statistics.mean(bare)
+    bare_per_file = statistics.mean(bare)
     bare_cpu = (meter.seconds() - cpu - result["cpu"] * result["n"]) / len(bare)
     print(f"{label}: bare `python file.py`, sequential, {len(bare)} files: {bare_per_file:.3f} s per file "
           f"({statistics.mean(before):.3f} before grading, {statistics.mean(after):.3f} after; min {min(bare):.2f}, "
           f"max {max(bare):.2f}; {failed_before + failed_after} ended in an error), {bare_cpu:.2f} CPU s per file")
     print(line(label, result, bare_per_file, meter.whole_tree))
+    return bare_per_file
 
 
 def grade_class(assignment, files: list[Path], folder: Path, workers: int | None, meter: CpuMeter) -> dict:
@@ -209,11 +208,11 @@ def main() -> None:
                   f"{meter.seconds() - cpu:.1f} CPU s; reused by every later command")
 
             klass = files[: args.class_size]
-            measure_class(f"class of {len(klass)}", klass, scratch, scratch / "class", assignment, args, meter)
+            bare_per_file = measure_class(f"class of {len(klass)}", klass, scratch, scratch / "class", assignment, args,
+                                          meter)
             first, whole = rerun(scratch / "class")
             print(f"no-op re-run of the class (`grader grade`, nothing changed): first line after {first:.2f} s, "
                   f"done in {whole:.2f} s")
-            bare_per_file = BARE[f"class of {len(klass)}"]
             for size in args.sizes:
                 result = grade_class(assignment, files[:size], scratch / f"size-{size}", args.workers, meter)
                 print(line(f"N={size:>4}", result, bare_per_file, meter.whole_tree))

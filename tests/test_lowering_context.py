@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import textwrap
 
+import numpy as np
 import pytest
 
 from grader.model.job import new_job
@@ -56,7 +57,6 @@ def test_a_run_lowers_every_program_of_its_main_thread_in_the_shared_context(ser
         derivative = float(jax.grad(lambda x: jnp.sum(jnp.tanh(x) ** 2))(0.5))
         lowerings, retired = sharer.lowerings, sharer.retired
     """, ["values", "derivative", "lowerings", "retired"])
-    import numpy as np
     assert np.allclose(snapshot.values["values"], [np.tanh(0.5) * k for k in range(5)], rtol=1e-6)
     assert abs(snapshot.values["derivative"] - 2 * np.tanh(0.5) * (1 - np.tanh(0.5) ** 2)) < 1e-6
     assert snapshot.values["lowerings"] >= 5 and snapshot.values["retired"] is False

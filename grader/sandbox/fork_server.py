@@ -207,9 +207,6 @@ class ForkServer:
             finally:
                 server.socket.settimeout(None)
 
-    def peak_memory_bytes(self) -> int | None:
-        return self.stats().get("max_rss_bytes")
-
     def _acquire(self) -> _Server | None:
         with self._lock:
             if self._current is not None:

@@ -246,7 +246,7 @@ def supervise(request, fds):
 FD_NAMES = ("job", "output", "channel", "status", "control")
 SHARED = None   # the installed SharedLoweringContext, or None
 PRELOAD = ("numpy", "numpy.testing", "jax", "jax.numpy", "jax.ad_checkpoint", "jax.experimental.jet", "concurrent.futures",
-           "encoding", "recorder", "harness", "cpu_wait", "lowering_context")
+           "encoding", "recorder", "harness", "cpu_wait")
 
 
 def thread_names():
