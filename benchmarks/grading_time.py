@@ -75,7 +75,7 @@ def main() -> None:
         for round_, (strategy, workers) in enumerate([(s, w) for s in args.isolation for w in args.workers]):
             isolation = STRATEGIES[strategy]()
             grader.sandbox.process.strongest_available = lambda isolation=isolation: isolation
-            allow_weak_isolation(not isolation.has_namespaces)   # process-group: asked for by name, as an instructor would
+            allow_weak_isolation(not isolation.strong)   # weak strategies: asked for by name, as an instructor would
             grader.grading.warm_up.ServerStart = ServerStart if strategy == "fork-server" else NoForkServer
             out = Path(scratch) / f"out-{round_}-{strategy}-{workers}"
             started = time.perf_counter()

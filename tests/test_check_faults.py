@@ -1,6 +1,7 @@
-"""A check that raises anything but an assertion: excused only when it raises alike on the reference solution's
-run of the same scenario (a bug in the check), charged to the submission otherwise (its values led the check
-there), and told to the instructor either way (grader/grading/engine.py).
+"""A check that raises anything but an assertion: when it raises alike on the reference solution's run of the same
+scenario (a bug in the check) it could not judge, and the record becomes the grader's fault (no points, graded again
+on the next run: never an excuse that keeps them); otherwise it is charged to the submission (its values led the
+check there). The instructor is told either way (grader/grading/engine.py, grader/grading/grade.py).
 
 The snapshots here are hand-made; a check function is swapped in for the lesson's own. The real reference runs
 (grader/grading/reference_runs.py) are exercised by the threat batch (tests/assignments/tiny/threats/)."""
@@ -55,14 +56,14 @@ def reference(asked: list[str] | None = None, **values):
 ORACLES = {"baseline": None, "variant": None}
 
 
-def test_a_check_that_raises_on_the_reference_too_is_excused():
+def test_a_check_that_raises_on_the_reference_too_cannot_judge_and_keeps_no_points():
     assignment = with_check(lambda run, oracle, settings: None + 1)
     (result,) = run_checks(assignment, student(), ORACLES, reference=reference())
-    assert result.score == result.max_score == 5 and result.excused
+    assert result.score == 0 and result.max_score == 5 and result.unjudged
     assert "bug in the grader's own check" in result.feedback and "not in your work" in result.feedback
     assert "TypeError" not in result.feedback                    # the traceback is the instructor's, not the student's
     assert "TypeError: unsupported operand" in result.grader_error and "Traceback" in result.grader_error
-    assert "[baseline run, excused" in result.grader_error and "[variant run, excused" in result.grader_error
+    assert "[baseline run, not judged" in result.grader_error and "[variant run, not judged" in result.grader_error
 
 
 def test_a_check_that_only_the_students_values_make_raise_fails_and_the_instructor_is_told():
@@ -70,7 +71,7 @@ def test_a_check_that_only_the_students_values_make_raise_fails_and_the_instruct
         return "ok" if math.isclose(run["x"], 1.0) else None      # math.isclose of a string raises TypeError
     assignment = with_check(check, needs=["x"])
     (result,) = run_checks(assignment, student(x="1.0"), ORACLES, reference=reference(x=1.0))
-    assert result.score == 0 and not result.excused
+    assert result.score == 0 and not result.unjudged
     assert result.feedback.startswith("The check could not use your values: reading them raised TypeError "
                                       "(the reference solution's values do not). Look at the type, shape and size of `x`")
     assert "not held against you" not in result.feedback.lower()
@@ -84,15 +85,15 @@ def test_the_same_exception_elsewhere_in_the_check_is_not_the_same_bug():
         return {}["second place"]
     assignment = with_check(check, needs=["x"])
     (result,) = run_checks(assignment, student(x="forged"), ORACLES, reference=reference(x=1.0))
-    assert result.score == 0 and not result.excused and "charged to the submission" in result.grader_error
+    assert result.score == 0 and not result.unjudged and "charged to the submission" in result.grader_error
 
 
-def test_without_a_reference_run_no_excuse_is_given():
-    """The student bundle ships no solution: a raise is never excused, and the feedback claims no comparison."""
+def test_without_a_reference_run_the_raise_is_charged():
+    """The student bundle ships no solution: a raise is charged, and the feedback claims no comparison."""
     assignment = with_check(lambda run, oracle, settings: None + 1)
     for found in (None, lambda scenario: None):
         (result,) = run_checks(assignment, student(), ORACLES, reference=found)
-        assert result.score == 0 and not result.excused
+        assert result.score == 0 and not result.unjudged
         assert "reading them raised TypeError. Look at" in result.feedback and "reference" not in result.feedback
 
 
@@ -104,15 +105,14 @@ def test_the_reference_is_asked_for_only_when_a_check_raises():
     assert result.feedback == "`x` contains NaN or Inf (entry 1 is nan)."
 
 
-def test_a_bug_in_one_run_leaves_the_other_run_to_judge():
+def test_a_bug_in_one_run_leaves_the_check_unjudged_even_where_the_other_run_passes():
     def check(run, oracle, settings):
         if run.scenario == "variant":
             return {}["missing"]
-        raise AssertionError("`x` is wrong.")
+        return "fine"
     (result,) = run_checks(with_check(check), student(), ORACLES, reference=reference())
-    assert result.score == 0 and result.feedback.startswith("`x` is wrong.")
-    assert "The variant run was not used here: the grader's own code failed in it." in result.feedback
-    assert "KeyError" in result.grader_error and result.excused
+    assert result.score == 0 and result.unjudged and result.feedback.startswith("Not judged")
+    assert "KeyError" in result.grader_error
 
 
 @pytest.mark.parametrize("value", [10**400, "ten", [[1.0]], None, math.inf])
@@ -143,12 +143,12 @@ def broken(run, oracle, settings):
     return run["area"] / 0
 
 
-@pytest.mark.parametrize("function, source, excused", [
+@pytest.mark.parametrize("function, source, unjudged", [
     (careless, "radius = 2.0\narea = '12.566'\nside = 3.5\n", False),
     (careless, "import math\nradius = 2.0\narea = math.pi * 4\nside = 3.5\n", None),   # passes: nothing raised
     (broken, "import math\nradius = 2.0\narea = math.pi * 4\nside = 3.5\n", True),
 ])
-def test_the_reference_solution_is_run_for_real_when_a_check_raises(tmp_path, function, source, excused):
+def test_the_reference_solution_is_run_for_real_when_a_check_raises(tmp_path, function, source, unjudged):
     from grader.grading.grade import grade
     from grader.intake.discovery import load_single
 
@@ -158,11 +158,12 @@ def test_the_reference_solution_is_run_for_real_when_a_check_raises(tmp_path, fu
     path.write_text(source)
     record = grade(assignment, load_single(path, "tiny.py", 65536), {}, 99)
     (check,) = [c for c in record["checks"] if c["id"] == "area.value"]
-    if excused is None:
+    if unjudged is None:
         assert check["score"] == 1 and "check_errors" not in record
-    elif excused:
-        assert check["score"] == 1 and "excused: it raises alike" in record["check_errors"]["area.value"]
-        assert any("failed on its own" in m for m in record["messages"])
+    elif unjudged:   # the grader's fault: an error record with no points, graded again next time
+        assert record["status"] == "error" and record["score"] == 0 and record["grader_error"]
+        assert "not judged: it raises alike" in record["check_errors"]["area.value"]
+        assert "the grader's fault, not yours" in record["messages"][0] and "failed on its own" in record["messages"][0]
     else:
         assert check["score"] == 0 and "charged to the submission" in record["check_errors"]["area.value"]
         assert "(the reference solution's values do not)" in check["feedback"]
@@ -190,7 +191,7 @@ def test_a_check_that_loops_on_one_records_values_fails_that_record_and_the_hone
     started = time.monotonic()
     (looping,) = run_checks(assignment, student(n=10**12), ORACLES, reference=reference(n=10))
     assert time.monotonic() - started < 20, "the loop was not stopped at its budget"
-    assert looping.score == 0 and not looping.excused
+    assert looping.score == 0 and not looping.unjudged
     assert looping.feedback.startswith("This check was stopped on your values: it used more than 1 CPU-seconds")
     assert "`n`" in looping.feedback and "overran its budget" in looping.grader_error
     (honest,) = run_checks(assignment, student(n=10), ORACLES, reference=reference(n=10))
@@ -204,15 +205,15 @@ def test_a_check_that_allocates_on_one_records_values_fails_that_record_and_the_
 
     assignment = budgeted(check, cpu_seconds=30)
     (greedy,) = run_checks(assignment, student(n=200 * 1024), ORACLES, reference=reference(n=4))
-    assert greedy.score == 0 and not greedy.excused
+    assert greedy.score == 0 and not greedy.unjudged
     assert "This check was stopped on your values: it needed more than 64 MiB of memory" in greedy.feedback
     (honest,) = run_checks(assignment, student(n=4), ORACLES, reference=reference(n=4))
     assert honest.score == 5 and honest.feedback == "ok (4)"
 
 
-def test_a_memory_error_is_charged_never_excused_even_where_the_reference_raises_alike():
+def test_a_memory_error_is_charged_even_where_the_reference_raises_alike():
     def check(run, oracle, settings):
         raise MemoryError("a check that cannot get its memory")
 
     (result,) = run_checks(budgeted(check), student(n=1), ORACLES, reference=reference(n=1))
-    assert result.score == 0 and not result.excused and "ran out of memory" in result.feedback
+    assert result.score == 0 and not result.unjudged and "ran out of memory" in result.feedback

@@ -1,4 +1,4 @@
-"""Every check of every lesson, fed hostile values: nothing but an assertion may escape, and no check is excused.
+"""Every check of every lesson, fed hostile values: nothing but an assertion may escape, and no check is left unjudged.
 
 For each assignment with test cases (performance-05, and the tiny lesson of tests/fixtures/tiny_project), the
 reference solution is run for real in every scenario; its snapshot is then changed one thing at a time and every
@@ -104,8 +104,8 @@ def grade(lesson: Lesson, scenario: str, changed: Snapshot) -> list[str]:
     """Every check with `changed` in place of the reference's `scenario` run: what escaped other than assertions."""
     snapshots = {**lesson.snapshots, scenario: changed}
     results = run_checks(lesson.assignment, snapshots, lesson.oracles, reference=lesson.snapshots.get)
-    return [f"{result.id}{' (EXCUSED)' if result.excused else ''}: {result.grader_error.splitlines()[0][:300]}"
-            for result in results if result.grader_error or result.excused]
+    return [f"{result.id}{' (UNJUDGED)' if result.unjudged else ''}: {result.grader_error.splitlines()[0][:300]}"
+            for result in results if result.grader_error or result.unjudged]
 
 
 @pytest.mark.slow

@@ -1230,8 +1230,9 @@ def test_partial_results_are_clamped(assignment, oracles, base_events):
 
 # ---- the grader's own faults are never the student's ---------------------------------------------------------
 
-def test_a_failed_setup_is_not_held_against_the_student(assignment, oracles, base_events, variant_events):
-    """The harness reported (on its control pipe) that it could not set the variant up: nothing of it counts."""
+def test_a_failed_setup_earns_nothing_and_is_the_graders_fault(assignment, oracles, base_events, variant_events):
+    """The harness reported (on its control pipe) that it could not set the variant up: that is the grader's fault
+    (grade() makes the record an error record, graded again next run), and no check of that run gives points."""
     broken = drop(drop(drop(variant_events, "w"), "x"), "memory")
     snapshots = {"baseline": make_snapshot(oracles["baseline"], "baseline", base_events),
                  "variant": make_snapshot(oracles["variant"], "variant", broken, ending="setup_failed")}
@@ -1239,14 +1240,11 @@ def test_a_failed_setup_is_not_held_against_the_student(assignment, oracles, bas
     faults = grader_faults(snapshots)
     assert list(faults) == ["variant"] and "could not prepare the run" in faults["variant"][0]
     results = {r.id: r for r in run_checks(assignment, snapshots, oracles)}
-    inputs = results["gradients.inputs"]
-    assert inputs.passed and "copying" not in inputs.feedback and "grader's own code failed" in inputs.feedback
-    # a variant-only check (no other run to fall back on) is given, not taken
-    none_check = results["memory_unavailable.recorded_as_none"]
-    assert none_check.passed and "Not held against you" in none_check.feedback
+    assert not results["gradients.inputs"].passed
+    assert not results["memory_unavailable.recorded_as_none"].passed   # never given
 
 
-def test_an_error_the_run_attributes_to_the_grader_is_reported_not_excused(assignment, oracles, base_events,
+def test_an_error_the_run_attributes_to_the_grader_is_reported_never_believed(assignment, oracles, base_events,
                                                                              variant_events):
     """A statement frame saying 'the grader raised this' comes from the student's process: it could be forged."""
     error = {"type": "TypeError", "message": "__init__() got an unexpected keyword argument 'seed'", "line": 12,

@@ -35,10 +35,20 @@ def test_the_terminal_and_the_report_give_the_same_class_average_and_say_errors_
     average = class_average(records)
     assert (average.mean, average.median, average.errors) == (58.75, 67.5, 1)
     table = summary_table(records, {"runs": {"points": 100}})
-    assert "total                       100    58.8 (median 67.5; over all 4 submission(s), the 1 that could not be " \
-           "graded counting as 0)" in table
+    assert "total                       100    58.8 (median 67.5; over 4 submission(s), the 1 that could not be " \
+           "run counting as 0)" in table
     context = class_context(records, load("performance-05"), {})
     assert context["average"] == average
+
+
+def test_a_record_the_grader_failed_on_is_left_out_of_the_average_and_said_not_graded():
+    fault = {**record("e", 0.0, "error"), "grader_error": "the grader could not prepare the run"}
+    records = [record("a", 100.0), record("b", 60.0), record("c", 75.0), record("d", 0.0, "error"), fault]
+    average = class_average(records)
+    assert (average.mean, average.submissions, average.grader_faults) == (58.75, 4, 1)
+    table = summary_table(records, {"runs": {"points": 100}})
+    assert "NOT GRADED: 1 submission(s) could not be graded through the grader's own fault (e)" in table
+    assert "e" in table and "grader_error" in table
 
 
 def test_report_html_shows_that_same_average(tmp_path):
@@ -46,7 +56,7 @@ def test_report_html_shows_that_same_average(tmp_path):
     write_reports(tmp_path, records, load("performance-05"), {}, {})
     page = (tmp_path / "report.html").read_text()
     assert "Mean <strong>58.8 / 100</strong>" in page and "median 67.5" in page
-    assert "over all 4 submission(s), the 1 that could not be graded counting as 0" in page
+    assert "over 4 submission(s), the 1 that could not be run counting as 0" in page
 
 
 # ---- one class per results folder -----------------------------------------------------------------------------

@@ -1,9 +1,11 @@
-"""Below namespaces the grader fails closed (grader/sandbox/isolation.py): `grader grade`, `grader check`, the
-otter/Gradescope runner and every run refuse unless weak isolation is asked for by name, and each command says on
-the terminal, before anything runs, what a run can reach.
+"""Only real isolation counts (grader/sandbox/isolation.py, inspection.py): a strategy is strong only when a probe run
+under it saw none of the machine's files, its own /proc and a uid of its own. Anything weaker is refused by
+`grader grade`, `grader check`, the otter/Gradescope runner and every run unless asked for by name, and student code
+never runs as root, even when asked. Each command says on the terminal, before anything runs, what a run can reach.
 
-A machine without bubblewrap and unshare is simulated by making the strongest strategy `ProcessGroup`; nothing
-here starts JAX."""
+The strategies are the machine's own, really probed: a failing or pass-through bubblewrap is a stub script, and a
+machine without a strong sandbox is simulated by making the strongest strategy `ProcessGroup` (weak, as its probe
+shows); nothing here starts JAX."""
 
 from __future__ import annotations
 
@@ -29,7 +31,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 @pytest.fixture
 def no_namespaces(monkeypatch):
-    """This machine as one without bubblewrap or unshare, and with no opt-in yet."""
+    """This machine as one without a working bubblewrap or unshare, and with no opt-in yet."""
     monkeypatch.setattr(isolation, "strongest_available", ProcessGroup)
     monkeypatch.setattr(process, "strongest_available", ProcessGroup)
     monkeypatch.delenv(WEAK_ISOLATION_ENV, raising=False)
@@ -43,14 +45,49 @@ def one_submission(tmp_path: Path) -> Path:
     return folder
 
 
-def test_namespaces_are_used_without_asking(monkeypatch):
+def test_a_strong_sandbox_is_used_without_asking_and_a_weak_one_is_not(monkeypatch):
     monkeypatch.delenv(WEAK_ISOLATION_ENV, raising=False)
     monkeypatch.setattr(isolation, "_weak_allowed", False)
-    assert isinstance(require_isolation(Bubblewrap()), Bubblewrap)
-    assert isinstance(require_isolation(Unshare()), Unshare)
+    strong = Bubblewrap()
+    assert strong.facts.strong and isinstance(require_isolation(strong), Bubblewrap)
+    weak = Unshare()   # pid and network namespaces, but the machine's files and /proc: weak, as its probe sees
+    assert weak.facts.ran and weak.facts.host_files_visible and not weak.facts.own_proc and not weak.facts.strong
+    with pytest.raises(WeakIsolation, match="unshare: the machine's files are visible"):
+        require_isolation(weak)
+    assert require_isolation(weak, allow_weak=True) is weak
 
 
-def test_below_namespaces_nothing_runs_unless_asked_for_by_name(no_namespaces, monkeypatch):
+def stub(folder: Path, name: str, body: str) -> str:
+    path = folder / name
+    path.write_text("#!/bin/sh\n" + body + "\n")
+    path.chmod(0o755)
+    return str(path)
+
+
+def test_a_bubblewrap_that_fails_or_passes_through_is_not_strong(tmp_path):
+    failing = Bubblewrap()
+    failing.bwrap = stub(tmp_path, "bwrap-failing", "echo 'bwrap: setting up uid map: Permission denied' >&2; exit 1")
+    assert not failing.facts.ran and "Permission denied" in failing.facts.failure and not failing.works()
+    # a bwrap that runs the command without any namespace (an AppArmor-confined or fake one): the probe sees through it
+    through = Bubblewrap()
+    through.bwrap = stub(tmp_path, "bwrap-through", 'while [ "$1" != "--" ]; do shift; done; shift; exec "$@"')
+    facts = through.facts
+    assert facts.ran and facts.host_files_visible and not facts.own_proc and not facts.strong
+    with pytest.raises(WeakIsolation):
+        require_isolation(through, allow_weak=False)
+
+
+def test_student_code_never_runs_as_root_even_when_weak_isolation_is_asked_for(monkeypatch):
+    if os.geteuid() != 0:
+        pytest.skip("needs root: the case is a grader running as root without a way to drop privileges")
+    rooted = ProcessGroup()
+    rooted.setpriv = None          # no setpriv: the run would keep the grader's root
+    assert rooted.facts.ran and rooted.facts.as_root
+    with pytest.raises(WeakIsolation, match="never runs as root"):
+        require_isolation(rooted, allow_weak=True)
+
+
+def test_without_a_strong_sandbox_nothing_runs_unless_asked_for_by_name(no_namespaces, monkeypatch):
     with pytest.raises(WeakIsolation, match="bubblewrap") as refused:
         require_isolation()
     assert "--allow-weak-isolation" in str(refused.value) and WEAK_ISOLATION_ENV in str(refused.value)
@@ -83,7 +120,8 @@ def test_the_opt_in_is_taken_and_the_terminal_says_the_run_is_not_sandboxed(no_n
     err = capsys.readouterr().err
     assert code == 2 and "no submissions" in err      # it went on: the empty folder stopped it, not the sandbox
     first = err.splitlines()[0]
-    assert first.startswith("Sandbox: NOT sandboxed") and "read this machine's files" in first
+    assert first.startswith("Sandbox: WEAK, used because it was asked for by name: NOT sandboxed")
+    assert "read this machine's files" in first
 
 
 def test_the_terminal_says_what_a_run_can_reach_before_anything_runs(tmp_path, capsys):

@@ -434,12 +434,12 @@ def test_every_threat_case_is_well_formed(assignment_id: str) -> None:
 
 @pytest.mark.slow
 def test_no_threat_makes_a_check_or_the_grader_fail(batch: Batch) -> None:
-    """No value a run sends earns an excuse or fails the record: every check answered with a verdict."""
+    """No value a run sends leaves a check unjudged or fails the record: every check answered with a verdict."""
     for case, record in batch.records.items():
         assert not record.get("grader_error"), (case, record.get("grader_error"))
         assert not record.get("check_errors"), (case, record.get("check_errors"))
-        excused = [c["id"] for c in record["checks"] if c["feedback"].startswith("Not held against you")]
-        assert not excused or record.get("grader_faults"), (case, excused)
+        unjudged = [c["id"] for c in record["checks"] if c["feedback"].startswith("Not judged")]
+        assert not unjudged, (case, unjudged)
 
 
 INERT_CASES = ("markdown_injection", "name_newline_heading")

@@ -28,6 +28,7 @@ from grader.common.warm_store import View, WarmStore, link_files, prune_entries
 from grader.config.assignment import load
 from grader.grading.warm_state import WarmState, scenario_world, warm_key
 from grader.grading.warm_up import GatedRunner
+from grader.grading.world_check import WorldVerdict
 from grader.outputs.progress import Progress
 from grader.runs.jobs import variant_seed_for
 
@@ -307,8 +308,8 @@ def test_a_fresh_cache_is_warmed_once_and_reused_by_the_next_batches(assignment,
     (first, log1), (second, log2), (third, log3) = batches
     state = WarmState(assignment, public_source=public_code(assignment))
     kept = "reference facts and compiled programs" if state.compiled else "reference facts"
-    assert "running the reference solution once" in log1 and "figures in this batch's worlds drawn" in log1
-    assert f"{kept} reused ({state.folder})" in log2 and "figures in this batch's worlds drawn" in log2
+    assert "running the reference solution once" in log1 and "graded in this batch's world: 100/100" in log1
+    assert f"{kept} reused ({state.folder})" in log2 and "graded in this batch's world: 100/100" in log2
     assert "running the reference solution" not in log2 and "compiling the lesson's programs" not in log2
     assert "Warm-up" not in log3 and third.reused == 2
     for result in (first, second):
@@ -318,7 +319,8 @@ def test_a_fresh_cache_is_warmed_once_and_reused_by_the_next_batches(assignment,
     used = {seed: variant_seed_for(assignment, seed) for seed in (101, 202)}   # the suitable worlds they ask for
     assert (first.variant_seed, second.variant_seed) == (used[101], used[202])
     for seed in used.values():
-        assert state.read_figures(grader.cli.batch.seed_map(assignment, seed), seed) is not None
+        verdict = state.read_world(seed)
+        assert verdict is not None and verdict.suitable and verdict.seed == seed
     if state.compiled:
         assert "compiling the lesson's programs" in log1 and f"variant world of seed {used[101]} ready" in log1
         assert f"variant world of seed {used[202]} ready" in log2
@@ -337,7 +339,7 @@ class NoServer:
         pass
 
 
-@pytest.mark.parametrize("failing", ["the variant's programs", "the reference's figures"])
+@pytest.mark.parametrize("failing", ["the variant's programs", "the world's verdict"])
 def test_a_batch_warm_up_that_fails_is_the_batchs_failure_and_never_leaves_runs_waiting(assignment, tmp_path,
                                                                                          monkeypatch, failing):
     """The public starter cannot be run in the variant world of the batch, or the reference does not run cleanly in
@@ -360,11 +362,13 @@ def test_a_batch_warm_up_that_fails_is_the_batchs_failure_and_never_leaves_runs_
     def builds(self, runs, staging):
         return programs(staging, ("jit_variant-cache",))
 
-    def draws(self, seeds, batch_seed, runner):
-        return {"figures": {name: None for name in seeds}}
+    def judges(assignment, facts, batch_seed, runner):
+        if failing == "the world's verdict":
+            raise ConfigError(f"{failing} could not be made for seed 5")
+        return WorldVerdict(batch_seed, 100.0, 100.0, (), {"baseline": None, "variant": None})
 
     monkeypatch.setattr(WarmState, "_compile_starter", fails if failing == "the variant's programs" else builds)
-    monkeypatch.setattr(WarmState, "_measure_figures", fails if failing == "the reference's figures" else draws)
+    monkeypatch.setattr(grader.grading.warm_state, "judge_world", judges)
     seeds = {"baseline": assignment.lesson_seed, "variant": 5}
     with warm_up.warmed_up(assignment, seeds, lambda text: None, public_source="x = 1\n", batch_seed=5) as warm:
         for thread in warm.threads:
@@ -374,7 +378,7 @@ def test_a_batch_warm_up_that_fails_is_the_batchs_failure_and_never_leaves_runs_
         with pytest.raises(ConfigError, match="seed 5"):
             warm.figures()
     assert (state.read_seed(5, 5) is None) == (failing == "the variant's programs")
-    assert (state.read_figures(seeds, 5) is None) == (failing == "the reference's figures")
+    assert (state.read_world(5) is None) == (failing == "the world's verdict")
 
 
 def test_the_fork_server_outlives_the_thread_that_started_it(assignment):

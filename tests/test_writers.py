@@ -13,7 +13,9 @@ from grader.common.files import atomic_write, write_if_changed
 from grader.common.user_cache import CACHE_DIR_ENV
 from grader.config import assignment as assignment_module
 from grader.grading import reference
+from grader.grading import warm_state as warm_state_module
 from grader.grading.warm_state import REFERENCE, WarmState
+from grader.grading.world_check import WorldVerdict
 from grader.outputs.writers import feedback_markdown, grades_csv, write_result
 from grader.runs.jobs import variant_seed_for
 from grader.sandbox.child.encoding import encode_value
@@ -205,22 +207,23 @@ def assignment():
 
 @pytest.fixture
 def kept_state(tmp_path, monkeypatch, assignment) -> WarmState:
-    """A cache folder of this test's own whose warm state already holds the reference facts (FACTS) and the
-    reference's figures in the worlds of the lesson's seed and of a suitable batch seed (SUITABLE); running the reference (a JAX run)
-    fails the test."""
+    """A cache folder of this test's own whose warm state already holds the reference facts (FACTS) and the verdicts
+    of the worlds of the lesson's seed and of a suitable batch seed (SUITABLE), with the reference's figures;
+    running the reference (a JAX run) fails the test."""
     monkeypatch.setenv(CACHE_DIR_ENV, str(tmp_path / "cache"))
     state = WarmState(assignment)
     encoded = {name: encode_value(value, 10**6) for name, value in FACTS.items()}
     state.store.build(REFERENCE, lambda staging: {"facts": encoded}, False)
-    for seeds, batch_seed in ((None, None), (batch.seed_map(assignment, SUITABLE), SUITABLE)):
-        worlds = seeds or {name: assignment.lesson_seed for name in assignment.scenarios}
-        state.store.build(state._figures_name(worlds, batch_seed),
-                          lambda staging: {"figures": {"baseline": None, "variant": None}}, False)
+    for batch_seed in (assignment.lesson_seed, SUITABLE):   # each world judged already: full marks, no figure
+        verdict = WorldVerdict(batch_seed, assignment.max_score, assignment.max_score, (),
+                               {"baseline": None, "variant": None})
+        state.store.build(state._world_name(batch_seed), lambda staging, v=verdict: v.payload(), False)
 
     def measure(*args, **kwargs):
         raise AssertionError("the reference solution was run; the warm state should have been used")
 
     monkeypatch.setattr(WarmState, "_run_reference", measure)
+    monkeypatch.setattr(warm_state_module, "judge_world", measure)
     return state
 
 

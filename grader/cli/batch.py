@@ -27,6 +27,7 @@ from grader.config.assignment import Assignment, ConfigError
 from grader.grading.grade import error_record, grade_one
 from grader.grading.warm_state import WarmState
 from grader.grading.warm_up import WarmUp, warmed_up
+from grader.grading.world_check import MAX_REJECTED_WORLDS, WorldRejected, WorldVerdict, too_many_rejected
 from grader.intake.discovery import Submission, discover
 from grader.lms.canvas import Roster
 from grader.model.record import Record, record_from_json
@@ -48,6 +49,7 @@ class BatchResult:
     variant_seed: int = 0
     warnings: list[str] = field(default_factory=list)     # Canvas: submissions without a student and the reverse
     problems: list[str] = field(default_factory=list)     # class files the grader could not write (its own fault)
+    notes: list[str] = field(default_factory=list)        # worlds passed over because the reference fell short there
 
 
 def previous_record(out: Path, submission: Submission, assignment: Assignment) -> Record | None:
@@ -118,27 +120,43 @@ def grade_folder(assignment: Assignment, folder: Path, out: Path, workers: int |
     to_grade = f"{len(pending)} to grade (variant seed {seed})" if pending else "nothing to grade"
     progress.note(f"{len(submissions)} submission(s) in {folder}; {result.reused} unchanged since the last run, "
                   f"{to_grade}.")
-    if scheduler is not None and pending:     # on the cluster: each worker warms up for itself
-        remote = ClusterGrading(scheduler, assignment, seed)
+    rejected: list[WorldVerdict] = []      # worlds in which the reference solution fell short: never used
+    while True:
         try:
-            progress.note(remote.describe())
-            result.records += _grade_remote(remote, pending, progress, files, out, assignment, seed)
-        finally:
-            remote.close()
-    elif any(not s.problem for s in pending):   # something will run: warm up first (a file that cannot run needs none)
-        progress.stage("Warming up")
-        runnable = sum(1 for s in pending if not s.problem)
-        sampler = runnable >= assignment.method_sampler_min_submissions   # its compiling pays back over a class
-        try:
-            with warmed_up(assignment, seeds, progress.note, cache, steps=progress.note,
-                           public_source=public_code(assignment, with_sampler=sampler), batch_seed=seed) as warm:
-                result.records += _grade(assignment, pending, warm.facts, seed, warm.runner, workers, progress, files,
-                                         warm, out)
-                warm.figures()   # a warm-up that failed after the last record is still the batch's failure
-        finally:
-            progress.finish()
-    elif pending:
-        result.records += _grade(assignment, pending, {}, seed, None, workers, progress, files, None, out)
+            if scheduler is not None and pending:     # on the cluster: each worker warms up for itself
+                remote = ClusterGrading(scheduler, assignment, seed)
+                try:
+                    progress.note(remote.describe())
+                    result.records += _grade_remote(remote, pending, progress, files, out, assignment, seed)
+                finally:
+                    remote.close()
+            elif any(not s.problem for s in pending):   # something will run: warm up first (a file that cannot run needs none)
+                progress.stage("Warming up")
+                runnable = sum(1 for s in pending if not s.problem)
+                sampler = runnable >= assignment.method_sampler_min_submissions   # its compiling pays back over a class
+                try:
+                    with warmed_up(assignment, seeds, progress.note, cache, steps=progress.note,
+                                   public_source=public_code(assignment, with_sampler=sampler), batch_seed=seed) as warm:
+                        result.records += _grade(assignment, pending, warm.facts, seed, warm.runner, workers, progress,
+                                                 files, warm, out)
+                        warm.figures()   # a warm-up that failed after the last record is still the batch's failure
+                finally:
+                    progress.finish()
+            elif pending:
+                result.records += _grade(assignment, pending, {}, seed, None, workers, progress, files, None, out)
+            break
+        except WorldRejected as rejection:   # no record of that world was written: grade again in another
+            rejected.append(rejection.verdict)
+            if len(rejected) >= MAX_REJECTED_WORLDS:
+                raise too_many_rejected(rejected) from None
+            avoid = frozenset(v.seed for v in rejected)
+            seed = (variant_seed_for(assignment, variant_seed, avoid) if variant_seed is not None
+                    else fresh_variant_seed(assignment, avoid))
+            seeds, warm, remote = seed_map(assignment, seed), None, None
+            result.variant_seed = seed
+            note = f"{rejection}; grading in the world of variant seed {seed} instead."
+            result.notes.append(note)
+            progress.note(note)
     # The instructor's similarity report (OUT/similarity/ holds each submission's code and values for it)
     ensure_sidecars(out, submissions)
     options = similarity or SimilarityOptions()
@@ -204,9 +222,17 @@ def _grade_remote(remote: ClusterGrading, pending: list[Submission], progress: P
 
 def _grade(assignment: Assignment, pending: list[Submission], facts: dict, seed: int, runner: Runner | None,
            workers: int | None, progress: Progress, files: BatchFiles, warm: WarmUp | None, out: Path) -> list[Record]:
-    """Grade `pending` in parallel; each record's files are written as it arrives. A warm-up that fails meanwhile
-    (the reference did not run cleanly in the variant world) stops the batch before any later record is written."""
-    records = []
+    """Grade `pending` in parallel; each record's files are written as it arrives once the batch's world is verified
+    (records that arrive before the verdict are held, then written). A warm-up that fails meanwhile, or a world in
+    which the reference solution falls short (WorldRejected), stops the batch before any record of it is written."""
+    records: list[Record] = []
+    held: list[tuple[Submission, Record]] = []
+
+    def write(submission: Submission, record: Record) -> None:
+        record = _written(files, record, assignment, submission, seed)
+        records.append(record)
+        progress.advance(record)
+
     progress.start(len(pending))
     with ThreadPoolExecutor(max_workers=max(1, workers or os.cpu_count() or 1)) as pool:
         futures = {pool.submit(grade_one, assignment, s, facts, seed, runner, run_keeper(out, s, assignment)): s
@@ -216,10 +242,18 @@ def _grade(assignment: Assignment, pending: list[Submission], facts: dict, seed:
                 failure = warm.failure() if warm else None
                 if failure is not None:
                     raise failure
-                record = _written(files, future.result(), assignment, futures[future], seed)
-                records.append(record)
-                progress.advance(record)
-        except BaseException:   # stopping (a failed warm-up, Ctrl-C): what has not started never will
+                held.append((futures[future], future.result()))
+                if warm is None or warm.judged():
+                    if warm is not None:
+                        warm.verdict()     # raises a rejection that came in meanwhile
+                    for submission, record in held:
+                        write(submission, record)
+                    held.clear()
+            if warm is not None:
+                warm.verdict()             # the world's verdict before the last records are kept
+            for submission, record in held:
+                write(submission, record)
+        except BaseException:   # stopping (a failed warm-up, a rejected world, Ctrl-C): what has not started never will
             pool.shutdown(wait=False, cancel_futures=True)
             progress.finish()
             raise

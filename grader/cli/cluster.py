@@ -42,10 +42,11 @@ from grader.common.user_cache import user_cache_dir
 from grader.config.assignment import Assignment, ConfigError, load
 from grader.grading.grade import error_record, grade_one
 from grader.grading.warm_up import WarmUp, warmed_up
+from grader.grading.world_check import WorldRejected
 from grader.intake.discovery import Submission
 from grader.model.record import Record
 from grader.runs.jobs import scenario_seed
-from grader.sandbox.isolation import WeakIsolation, require_isolation
+from grader.sandbox.isolation import WeakIsolation, recheck, require_isolation, weak_isolation_allowed
 from grader.similarity.report import settings_for
 from grader.similarity.value_match import exercise_values, value_names
 
@@ -66,6 +67,7 @@ class Package:
     fingerprint: str
     files: dict[str, bytes]
     environment: dict[str, str]
+    allow_weak_isolation: bool = False   # the instructor asked for weak isolation by name on the client
 
 
 def pack(assignment: Assignment) -> Package:
@@ -75,7 +77,7 @@ def pack(assignment: Assignment) -> Package:
             files[path.relative_to(assignment.root).as_posix()] = path.read_bytes()
     solution = assignment.solution_path
     files[solution.relative_to(assignment.root).as_posix()] = solution.read_bytes()
-    return Package(assignment.id, assignment.fingerprint, files, dict(environment()))
+    return Package(assignment.id, assignment.fingerprint, files, dict(environment()), weak_isolation_allowed())
 
 
 # ---- on a worker --------------------------------------------------------------------------------------------------
@@ -107,9 +109,7 @@ def grade_task(package: Package, seed: int, submission: Submission) -> dict[str,
             kept.append(exercise_values(snapshots.get("baseline"), names, context.assignment.bindings))
 
         record = grade_one(context.assignment, submission, context.warm.facts, seed, context.warm.runner, keep)
-        failure = context.warm.failure()
-        if failure is not None:
-            raise failure
+        context.warm.verdict()   # raises a failed warm-up, or WorldRejected: no record of that world leaves here
         return {"record": record, "values": kept[0] if kept else None, "figures": context.warm.figures(),
                 "notes": list(context.notes)}
     finally:
@@ -132,8 +132,9 @@ def _context(package: Package, seed: int) -> _Context:
 
 def _open(package: Package, seed: int) -> _Context:
     where = _worker_name()
-    try:
-        require_isolation()
+    allow_weak = package.allow_weak_isolation or weak_isolation_allowed()   # asked for on the client, or here
+    try:   # this worker's sandboxes inspected afresh for every batch; weak only where the instructor asked
+        require_isolation(recheck(), allow_weak=allow_weak)
     except WeakIsolation as error:
         raise WorkerRefused(f"worker {where} cannot sandbox student code, so it grades nothing: {error}") from None
     mine = environment()
@@ -155,7 +156,7 @@ def _open(package: Package, seed: int) -> _Context:
 
     stack = contextlib.ExitStack()
     warm = stack.enter_context(warmed_up(assignment, seeds, note, None, steps=lambda text: log.info("%s", text),
-                                         public_source=public_code(assignment), batch_seed=seed))
+                                         public_source=public_code(assignment), batch_seed=seed, allow_weak=allow_weak))
     atexit.register(stack.close)
     return _Context(assignment, warm, stack, notes)
 
@@ -232,7 +233,7 @@ class ClusterGrading:
                     result = future.result()
                 except WorkerRefused as error:
                     raise ConfigError(str(error)) from None
-                except ConfigError:      # the worker's warm-up failed (the reference did not run cleanly there)
+                except (ConfigError, WorldRejected):   # the worker's warm-up failed, or the world failed the reference
                     raise
                 except KilledWorker as error:    # its workers kept dying: a record says so; a re-run grades it again
                     yield submission, self._failed(submission, f"every worker grading it was lost ({error})"), None

@@ -22,6 +22,7 @@ from grader.cli.similar import add_similarity_options, options_from, own_class_a
 from grader.cli.trial import trial_grading
 from grader.common.user_cache import CACHE_DIR_ENV, use_cache_dir
 from grader.config.assignment import ConfigError, available, every_problem, find_root, load
+from grader.model.verdicts import grader_fault
 from grader.outputs.summary import summary_table
 from grader.sandbox.isolation import WEAK_OPTION_HELP, WeakIsolation, isolation_for_command
 from grader.student.terminal import add_check_arguments, check_command
@@ -242,21 +243,26 @@ def _grade(assignment, args) -> int:
     except ConfigError as error:
         print(f"grader: {error}", file=sys.stderr)
         return 2
+    failed = [r["submission"] for r in result.records if grader_fault(r)]
     graded = [r for r in result.records if r["status"] == "graded"]
-    print(f"{len(result.records)} record(s) in {out} ({len(graded)} graded, {len(result.records) - len(graded)} error, "
+    print(f"{len(result.records)} record(s) in {out} ({len(graded)} graded, "
+          f"{len(result.records) - len(graded) - len(failed)} error, {len(failed)} not graded through the grader's fault, "
           f"{result.reused} reused) in {result.seconds:.1f} s; class grades in {out / 'grades.csv'}")
     print(summary_table(result.records, assignment.groups))
     for warning in result.warnings:
         print(f"canvas: {warning}")
-    failed = [r["submission"] for r in result.records if r.get("grader_error")]
+    for note in result.notes:
+        print(f"grader: {note}", file=sys.stderr)
     if failed:
         print(f"grader: the grader itself failed on {len(failed)} submission(s) ({', '.join(failed[:10])}); "
-              "their records say so and a re-run grades them again.", file=sys.stderr)
+              "their records say so, no gradebook file gives them a score, and a re-run grades them again.",
+              file=sys.stderr)
     broken = sorted({check for r in result.records for check in (r.get("check_errors") or {})})
     if broken:
-        print(f"grader: check(s) {', '.join(broken)} raised something other than an assertion (excused where the "
-              "reference solution's run raises alike: a bug in checks.py; charged where only a submission's values lead "
-              "there); the tracebacks are under check_errors in the records and in report.html.", file=sys.stderr)
+        print(f"grader: check(s) {', '.join(broken)} raised something other than an assertion (where the reference "
+              "solution's run raises alike, a bug in checks.py: that record is not graded; where only a submission's "
+              "values lead there, charged to it); the tracebacks are under check_errors in the records and in "
+              "report.html.", file=sys.stderr)
     for problem in result.problems:
         print(f"grader: {problem}; the other class files are complete.", file=sys.stderr)
     return 1 if failed or broken or result.problems else 0

@@ -104,6 +104,15 @@ class WarmStore:
             return None
         return Part(name, payload, folder)
 
+    def parts(self, prefix: str) -> list[Part]:
+        """Every valid part named `prefix*` (without files), most recently used first."""
+        try:
+            documents = sorted(self.folder.glob(f"{prefix}*.json"), key=lambda p: p.stat().st_mtime, reverse=True)
+        except OSError:
+            return []
+        found = [self.read(document.name[: -len(".json")], False) for document in documents]
+        return [part for part in found if part is not None]
+
     # ---- building -------------------------------------------------------------------------------------
 
     def build(self, name: str, make: Callable[[Path | None], dict[str, Any]], with_files: bool,

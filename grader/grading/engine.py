@@ -8,11 +8,12 @@ that check alone, and the feedback names it.
 
 A check that raises anything but an assertion is asked the same question on the reference solution's run of the
 same scenario (same seed, same oracle). Only when it raises the same exception at the same place there is it a
-bug in the check's own logic: the run is excused for that check (the student keeps its points) and the
-traceback goes to the instructor. Otherwise the student's values led the check there, and no value a run sends
-may earn an excuse: the check fails with a plain sentence, and the instructor still gets the traceback
+bug in the check's own logic: the check could not judge this submission (`CheckResult.unjudged`), so the record is
+the grader's fault (grading/grade.py makes it an error record with no points, graded again on the next run) and
+the traceback goes to the instructor. Otherwise the student's values led the check there, and no value a run sends
+may earn anything: the check fails with a plain sentence, and the instructor still gets the traceback
 (`CheckResult.grader_error`, the record's `check_errors`) to judge whether the check should read such values.
-Where the reference's run is not at hand (a student bundle ships no solution) the same holds: no excuse.
+Where the reference's run is not at hand (a student bundle ships no solution) the same holds.
 
 Each call of a check runs under a budget of CPU time and memory growth (`check_budget.py`, [limits]
 check_cpu_seconds and check_memory_bytes), one record's checks at a time. A check that overruns it, or runs out
@@ -57,7 +58,8 @@ class CheckResult:
     visibility: str
     feedback: str
     grader_error: str = ""     # for the instructor only: tracebacks of the check raising something other than an assertion
-    excused: bool = False      # ...where that was a bug of the check's own (it raised alike on the reference's run)
+    unjudged: bool = False     # ...where that was a bug of the check's own (it raised alike on the reference's run):
+                               # the grader could not judge this submission, so its record is the grader's fault
 
     @property
     def passed(self) -> bool:
@@ -275,7 +277,6 @@ def run_checks(assignment: Assignment, snapshots: dict[str, Snapshot], oracles: 
                                                  solution_regions(assignment)) if found is not None else None)
         return reference_views[scenario]
 
-    faults = grader_faults(snapshots)
     limits = assignment.limits
     results = []
     with RECORD_LOCK:   # one record's checks at a time: the memory a check adds is its own (check_budget.py)
@@ -305,7 +306,7 @@ def run_checks(assignment: Assignment, snapshots: dict[str, Snapshot], oracles: 
                         charged[scenario] = bug
                         feedback = _charged_feedback(spec, bug, on_reference is not None)
                 outcomes.append((scenario, fraction, feedback))
-            results.append(_combine(assignment, spec, outcomes, snapshots, faults, bugs, charged))
+            results.append(_combine(assignment, spec, outcomes, snapshots, bugs, charged))
     return results
 
 
@@ -352,31 +353,24 @@ def scenario_notes(assignment: Assignment, checks: list[CheckResult]) -> list[st
 
 
 def _bug_report(bugs: dict[str, CheckBug], charged: dict[str, CheckBug]) -> str:
-    """The instructor's account of a check that raised: which runs, whether it was excused, and the traceback."""
-    excused = [f"[{scenario} run, excused: it raises alike on the reference solution's run] {bug.summary}\n{bug.trace}"
-               for scenario, bug in bugs.items()]
+    """The instructor's account of a check that raised: which runs, whether it could judge, and the traceback."""
+    excused = [f"[{scenario} run, not judged: it raises alike on the reference solution's run] {bug.summary}\n"
+               f"{bug.trace}" for scenario, bug in bugs.items()]
     failed = [f"[{scenario} run, charged to the submission: only its values lead the check there] {bug.summary}\n"
               f"{bug.trace}" for scenario, bug in charged.items()]
     return "\n".join(excused + failed)
 
 
 def _combine(assignment: Assignment, spec: CheckSpec, outcomes: list, snapshots: dict[str, Snapshot],
-             faults: dict[str, list[str]], bugs: dict[str, CheckBug] | None = None,
-             charged: dict[str, CheckBug] | None = None) -> CheckResult:
+             bugs: dict[str, CheckBug] | None = None, charged: dict[str, CheckBug] | None = None) -> CheckResult:
     bugs = bugs or {}
     error = _bug_report(bugs, charged or {})
-    excused = [s for s, f, _ in outcomes if (f < 1.0 and s in faults) or s in bugs]
-    usable = [(s, f, text) for s, f, text in outcomes if s not in excused]
-    if not usable:
-        runs = ", ".join(excused)
-        if bugs:
-            feedback = ("Not held against you: this check could not run because of a bug in the grader's own check "
-                        "(not in your work), so you get its points. Your instructor has been told.")
-        else:
-            feedback = (f"Not held against you: the grader's own code failed in the {runs} run, so this check could "
-                        "not be judged there. Your instructor has been told.")
-        return CheckResult(id=spec.id, group=spec.group, score=spec.points, max_score=spec.points,
-                           visibility=spec.visibility, feedback=feedback, grader_error=error, excused=bool(bugs))
+    if bugs:   # the check's own bug: it cannot judge this submission in that run, so nothing is scored here
+        return CheckResult(id=spec.id, group=spec.group, score=0.0, max_score=spec.points, visibility=spec.visibility,
+                           feedback=("Not judged: this check failed because of a bug in the grader's own check (not in "
+                                     "your work). Your instructor has been told; it will be graded again."),
+                           grader_error=error, unjudged=True)
+    usable = outcomes
     fraction = min(f for _, f, _ in usable)
     failing = [(s, f, text) for s, f, text in usable if f < 1.0]
     if not failing:
@@ -396,7 +390,5 @@ def _combine(assignment: Assignment, spec: CheckSpec, outcomes: list, snapshots:
             feedback = (scenario_label(scenario) + feedback
                         + (f"\n{hint}" if passed_elsewhere and hint and not only_here else ""))
         feedback += f"\n{spec.failure_note}" if spec.failure_note else ""
-    if excused:
-        feedback += f"\n(The {', '.join(excused)} run was not used here: the grader's own code failed in it.)"
     return CheckResult(id=spec.id, group=spec.group, score=round(spec.points * fraction, 6), max_score=spec.points,
-                       visibility=spec.visibility, feedback=feedback, grader_error=error, excused=bool(bugs))
+                       visibility=spec.visibility, feedback=feedback, grader_error=error)

@@ -52,11 +52,25 @@ def grade(assignment: Assignment, submission: Submission, facts: dict, variant_s
             keep_runs(snapshots)
         except Exception:  # the instructor's extra data is never worth a student's record
             pass
+    faults = grader_faults(snapshots)
+    if faults:   # a run the sandbox could not set up (twice): nothing of it can be judged, and nothing is excused
+        reasons = "; ".join(f"the {name} run: {', '.join(found)}" for name, found in faults.items())
+        record = grader_fault_record(assignment, submission, "the grader could not prepare a run of your file",
+                                     variant_seed, reasons)
+        record["grader_faults"] = faults
+        return record
     oracles = {name: build_oracle(assignment, name, seed, facts, variant_seed) for name, seed in seeds.items()}
     exercises = submission.exercises    # read once at intake: where each region lies, which still hold `...`
     checks = run_checks(assignment, snapshots, oracles, exercises.regions,
                         reference_runs(assignment, seeds, runner, variant_seed))
-    faults = grader_faults(snapshots)
+    unjudged = [c for c in checks if c.unjudged]
+    if unjudged:   # a check's own bug: the grader cannot judge this file; no points, the instructor fixes the check
+        record = grader_fault_record(assignment, submission, f"the grader's check {', '.join(c.id for c in unjudged)} "
+                                     "failed on its own (a bug in the grader, not in your work)", variant_seed,
+                                     "\n".join(c.grader_error for c in unjudged))
+        record["check_errors"] = {c.id: c.grader_error for c in checks if c.grader_error}
+        record["unscored_checks"] = [check_record(c) for c in checks]   # the instructor's: what the checks found
+        return record
     baseline = snapshots["baseline"]
     notes = list(submission.notes) + unfinished_message(exercises)
     runs = [m for name, snapshot in snapshots.items()
@@ -66,22 +80,13 @@ def grade(assignment: Assignment, submission: Submission, facts: dict, variant_s
     first = baseline.ending in STOPPED_ENDINGS or bool(baseline.syntax_errors)
     messages = (runs + notes if first else notes + runs) + scenario_notes(assignment, checks)
     messages += rebinding_notes(assignment, baseline, exercises)
-    if faults:
-        messages.append(f"The grader's own code failed in the {', '.join(faults)} run (not your fault); no check was "
-                        "marked down because of it.")
     broken = {c.id: c.grader_error for c in checks if c.grader_error}
-    excused = [c.id for c in checks if c.excused]
-    if excused:
-        messages.append(f"The grader's check {', '.join(excused)} failed on its own (a bug in the grader, not in your "
-                        "work); it was not marked down. Your instructor has been told.")
     isolation = sorted({s.isolation for s in snapshots.values()})
     messages.append(f"{ISOLATION_PREFIX}{', '.join(isolation)}.")
     record = assemble(assignment, submission, "graded", checks, messages, variant_seed,
                       output=_output(baseline), runs={n: run_summary(s) for n, s in snapshots.items()})
-    if faults:
-        record["grader_faults"] = {name: found for name, found in faults.items()}
     if broken:
-        record["check_errors"] = broken   # for the instructor: check id -> where it raised, excused or charged, and why
+        record["check_errors"] = broken   # for the instructor: check id -> where it raised, and why it was charged
     reported = reported_faults(snapshots)
     if reported:
         record["reported_grader_faults"] = reported   # for the instructor: not trusted, not excused
@@ -98,7 +103,7 @@ def _run(assignment: Assignment, scenario: str, seed: int, submission: Submissio
                                       submission.run_name, chosen, submission.cells, submission.data, batch_seed)
     result = run(runner)
     if result[0].setup_error:
-        result = run(None)
+        result = run(getattr(runner, "fresh", None))
     return result
 
 
@@ -136,6 +141,17 @@ def unfinished_message(exercises: Exercises) -> list[str]:
 
     listed = ", ".join(f"{name} ({cite(places)})" for name, places in exercises.unfinished.items())
     return [f"Unfinished exercises (still holding `...`): {listed}."]
+
+
+def grader_fault_record(assignment: Assignment, submission: Submission, reason: str, variant_seed: int,
+                        detail: str) -> Record:
+    """The grader could not grade this file through its own fault: an error record with no points (never an excuse
+    that keeps them), the reason in plain words, `grader_error` for the instructor; a re-run grades it again, and
+    the batch exits non-zero."""
+    record = error_record(assignment, submission, f"The grader could not grade this file: {reason}. This is the grader's fault, not yours; your "
+                          "instructor has been told and it will be graded again.", variant_seed)
+    record["grader_error"] = clip(detail, 4000) or reason
+    return record
 
 
 def error_record(assignment: Assignment, submission: Submission, reason: str, variant_seed: int) -> Record:

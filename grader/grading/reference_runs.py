@@ -45,7 +45,7 @@ def _run(assignment: Assignment, scenario: str, seed: int, runner: Runner | None
         source = assignment.solution_path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError):
         return None
-    for chosen in (runner, None):   # a run the sandbox could not set up is tried once more, fresh
+    for chosen in (runner, getattr(runner, "fresh", None)):   # a run the sandbox could not set up: once more, fresh
         try:
             snapshot, _ = run_scenario(assignment, assignment.scenarios[scenario], seed, source,
                                        assignment.submission_filename, chosen, batch_seed=batch_seed)

@@ -16,7 +16,8 @@ programs. They are measured once by trusted runs and kept in an entry of the use
         seed-<n>-<b>-<h>.json + folder   the starter's programs in the fresh-seed scenarios (the variant) at seed n
                                          and batch seed b: the lesson's weights and the derivative-rule changes are
                                          in the traced programs, so they differ per batch
-        figures-<d>.json                 the reference's figure per scenario in the worlds d (seeds, batch seed)
+        world-<d>.json                   the reference solution graded in the worlds d (seeds, batch seed): whether it
+                                         scores full marks there (grading/world_check.py), and its figures
 
 Compiled programs come only from public code: the starter every student is given, or the reference solution where
 the lesson page shows it (`[assignment] solution_is_public`); grader/runs/compile_cache.py says why: every run can
@@ -42,6 +43,7 @@ from grader.common.environment import environment
 from grader.common.user_cache import user_cache_dir
 from grader.common.warm_store import Part, WarmStore, mark_used, prune_entries
 from grader.config.assignment import Assignment, ConfigError, Scenario
+from grader.grading.world_check import WorldVerdict, judge_world
 from grader.runs import compile_cache
 from grader.runs.jobs import Runner, make_job, run_scenario
 from grader.runs.snapshot import decode
@@ -87,6 +89,14 @@ def world(job: dict) -> str:
 
 def scenario_world(assignment: Assignment, scenario: Scenario, seed: int, batch_seed: int | None = None) -> str:
     return world(dict(make_job(assignment, scenario, seed, "", assignment.submission_filename, batch_seed=batch_seed)))
+
+
+def _is_verdict(payload: dict[str, Any]) -> bool:
+    try:
+        WorldVerdict.from_payload(payload)
+    except (KeyError, TypeError, ValueError):
+        return False
+    return True
 
 
 def _digest(value: Any) -> str:
@@ -176,32 +186,49 @@ class WarmState:
             self.store.touch(part)
         return part
 
-    # ---- the reference's figures ------------------------------------------------------------------------
+    # ---- the batch's world: the reference graded there, and its figures --------------------------------------
 
-    def _figures_name(self, seeds: dict[str, int], batch_seed: int | None) -> str:
-        return f"figures-{_digest([sorted(seeds.items()), batch_seed])}"
+    def _world_name(self, batch_seed: int) -> str:
+        seeds = {s.name: batch_seed if s.fresh_seed else self.assignment.lesson_seed
+                 for s in self.assignment.scenarios.values()}
+        return f"world-{_digest([sorted(seeds.items()), batch_seed])}"
 
-    def read_figures(self, seeds: dict[str, int], batch_seed: int | None) -> Part | None:
-        return self.store.read(self._figures_name(seeds, batch_seed), False,
-                               lambda payload: isinstance(payload.get("figures"), dict)
-                               and all(name in payload["figures"] for name in seeds))
+    def read_world(self, batch_seed: int) -> WorldVerdict | None:
+        """The kept verdict of the world of `batch_seed` (None when it was never judged here, or is not whole)."""
+        part = self.store.read(self._world_name(batch_seed), False, _is_verdict)
+        return WorldVerdict.from_payload(part.payload) if part is not None else None
+
+    def world(self, batch_seed: int, runner: Runner | None = None, facts: dict[str, Any] | None = None) -> WorldVerdict:
+        """How the reference solution does in the world of `batch_seed` (the variant's seed and every amount derived
+        from it), graded now through the real checks when not kept (grading/world_check.py); the last few are kept."""
+        name = self._world_name(batch_seed)
+        part = self.store.read(name, False, _is_verdict)
+        if part is None:
+            known = self.facts() if facts is None else facts
+            part = self.store.build(name, lambda staging: judge_world(self.assignment, known, batch_seed,
+                                                                      runner).payload(), False, accept=_is_verdict)
+            self.store.prune("world-", KEPT_SEEDS, frozenset({name}))
+        else:
+            self.store.touch(part)
+        return WorldVerdict.from_payload(part.payload)
+
+    def verified_seeds(self) -> list[int]:
+        """Batch seeds of the worlds kept here in which the reference scored full marks (a one-file command may grade
+        in one of them: no new world to verify, and its programs may be compiled already)."""
+        return sorted({WorldVerdict.from_payload(part.payload).seed for part in self.store.parts("world-")
+                       if _is_verdict(part.payload) and WorldVerdict.from_payload(part.payload).suitable})
 
     def figures(self, seeds: dict[str, int] | None = None, batch_seed: int | None = None,
                 runner: Runner | None = None) -> dict[str, Any]:
-        """Scenario -> the reference's figure in the worlds the batch graded (`seeds`: scenario -> seed, default
-        the lesson's seed for all; `batch_seed`: the grading run's, from which a scenario's set-up derives its
-        changes), or {} when the assignment names no figure. `runner` runs the reference when they are measured."""
+        """Scenario -> the reference's figure in the world of `batch_seed` (the grading run's; `seeds`, scenario ->
+        seed, only names the world when it is not given), or {} when the assignment names no figure. `runner` runs
+        the reference when the world was never judged here."""
         if not self.assignment.figure_name:
             return {}
-        seeds = seeds or {name: self.assignment.lesson_seed for name in self.assignment.scenarios}
-        part = self.read_figures(seeds, batch_seed)
-        if part is None:
-            name = self._figures_name(seeds, batch_seed)
-            part = self.store.build(name, lambda staging: self._measure_figures(seeds, batch_seed, runner), False)
-            self.store.prune("figures-", KEPT_SEEDS, frozenset({name}))
-        else:
-            self.store.touch(part)
-        return dict(part.payload["figures"])
+        if batch_seed is None:
+            fresh = [seeds[s.name] for s in fresh_scenarios(self.assignment) if seeds and s.name in seeds]
+            batch_seed = fresh[0] if fresh else self.assignment.lesson_seed
+        return dict(self.world(batch_seed, runner).figures)
 
     # ---- measuring ---------------------------------------------------------------------------------------
 
@@ -220,10 +247,6 @@ class WarmState:
         if missing:
             raise ConfigError(f"the reference solution never defined {', '.join(missing)}")
         return {"facts": {name: frames[name] for name in self._fact_names()}}
-
-    def _measure_figures(self, seeds: dict[str, int], batch_seed: int | None, runner: Runner | None) -> dict[str, Any]:
-        return {"figures": {name: self._run_reference(self.assignment.scenarios[name], seed, batch_seed, runner)[1]
-                            for name, seed in seeds.items()}}
 
     def _compile_starter(self, runs: list[tuple[Scenario, int, int | None]], staging: Path | None) -> dict[str, Any]:
         """Run the public starter in each (scenario, seed, batch seed) with `staging` as its writable compilation

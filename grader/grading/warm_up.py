@@ -7,8 +7,9 @@ What runs in parallel, so that a batch starts grading as early as it can:
 - for a batch, each fresh-seed world's programs (the starter's in the variant at the batch's seed and batch seed)
   are read, or built in the background while the first baseline runs go ahead; a run of that world waits for
   them (compiling the same programs in every early run would cost more than waiting), every other run does not;
-- for a batch, the reference's figures in the batch's worlds are drawn in the background (a page needs them,
-  a grade does not).
+- the batch's world is verified in the background: the reference solution graded there through the real checks
+  must score full marks (grading/world_check.py; the verdict is kept per world), which also gives its figures.
+  Records of a world are kept only once it is verified (the batch waits for the verdict before it writes them).
 
 The fork server reads a view (grader/common/warm_store.View) to which each part's programs are added as soon as
 it is published. Only parts of public code's programs are ever added: the reference solution writes none.
@@ -28,32 +29,39 @@ from typing import Any
 from grader.common.warm_store import Part, View, mark_used
 from grader.config.assignment import Assignment, ConfigError
 from grader.grading.warm_state import WarmState, fresh_scenarios, scenario_world, world
+from grader.grading.world_check import WorldRejected, WorldVerdict
 from grader.model.job import Job
 from grader.model.limits import Limits
 from grader.runs.runners import ServerStart
+from grader.sandbox.isolation import Isolation, recheck, require_isolation
 from grader.sandbox.process import RawRun, run_job
 
 Note = Callable[[str], None]
 
 
 class GatedRunner:
-    """The command's Runner: the fork server once started (else a fresh sandboxed interpreter per run); a run
-    whose world is still being warmed waits for it."""
+    """The command's Runner: the fork server once started (else a fresh sandboxed interpreter per run, isolated by
+    `isolation`, the strategy the command's check approved); a run whose world is still being warmed waits for it."""
 
-    def __init__(self, server: ServerStart, gates: dict[str, threading.Event]):
+    def __init__(self, server: ServerStart, gates: dict[str, threading.Event], isolation: Isolation | None = None):
         self.server = server
         self.gates = gates
+        self.isolation = isolation
 
     def __call__(self, job: Job, limits: Limits) -> RawRun:
         gate = self.gates.get(world(dict(job)))
         if gate is not None:
             gate.wait()
         runner = self.server.runner()
-        return runner(job, limits) if runner else run_job(job, limits)
+        return runner(job, limits) if runner else self.fresh(job, limits)
+
+    def fresh(self, job: Job, limits: Limits) -> RawRun:
+        """The run in a fresh sandboxed interpreter (a run the fork server could not set up is tried once so)."""
+        return run_job(job, limits, self.isolation)
 
 
 class WarmUp:
-    """What a command grades with: the reference facts, the runner, and (once ready) the reference's figures."""
+    """What a command grades with: the reference facts, the runner, and (once judged) the verdict of its world."""
 
     def __init__(self, state: WarmState, seeds: dict[str, int], batch_seed: int | None, facts: dict[str, Any],
                  runner: GatedRunner):
@@ -64,21 +72,60 @@ class WarmUp:
         self.runner = runner
         self.threads: list[threading.Thread] = []
         self.errors: list[BaseException] = []
-        self._figures: dict[str, Any] | None = None
+        self._verdict: WorldVerdict | None = None
+        self._judged = threading.Event()
+        self._judged.set()     # until a judgement is started: nothing to wait for
 
     def failure(self) -> BaseException | None:
-        """A background warm-up that failed (the reference did not run cleanly in the batch's world), if any."""
-        return self.errors[0] if self.errors else None
+        """A background warm-up that failed (the reference did not run cleanly), or the world's rejection, if any."""
+        if self.errors:
+            return self.errors[0]
+        verdict = self._verdict if self._judged.is_set() else None
+        return WorldRejected(verdict) if verdict is not None and not verdict.suitable else None
+
+    def verdict(self, wait: bool = True) -> WorldVerdict | None:
+        """The verdict of the batch's world (waits for it unless `wait` is False: None while it is being judged, and
+        None where no reference solution is at hand to judge it). Raises what the warm-up failed with, and
+        WorldRejected for a world in which the reference falls short."""
+        if wait:
+            self._judged.wait()
+        failure = self.failure()
+        if failure is not None:
+            raise failure
+        return self._verdict if self._judged.is_set() else None
+
+    def judged(self) -> bool:
+        """The world's verdict is in (or there is none to wait for)."""
+        return self._judged.is_set()
 
     def figures(self) -> dict[str, Any]:
-        """Scenario -> the reference's figure in the batch's worlds; waits for the background warm-ups."""
+        """Scenario -> the reference's figure in the batch's world; waits for the verdict."""
         for thread in self.threads:
             thread.join()
-        if self.errors:
-            raise self.errors[0]
-        if self._figures is None:
-            self._figures = self.state.figures(self.seeds, self.batch_seed, self.runner)
-        return self._figures
+        verdict = self.verdict()
+        if not self.state.assignment.figure_name:
+            return {}
+        if verdict is not None:
+            return dict(verdict.figures)
+        return self.state.figures(self.seeds, self.batch_seed, self.runner)
+
+    def judge(self, steps: Note) -> None:
+        """Judge the batch's world in the background (grading/world_check.py)."""
+        self._judged.clear()
+
+        def run() -> None:
+            started = time.monotonic()
+            try:
+                assert self.batch_seed is not None
+                kept = self.state.read_world(self.batch_seed)
+                self._verdict = kept or self.state.world(self.batch_seed, self.runner, self.facts)
+                if kept is None:
+                    steps(f"Warm-up: the reference solution graded in this batch's world: "
+                          f"{self._verdict.score:g}/{self._verdict.max_score:g} ({time.monotonic() - started:.1f} s).")
+            finally:
+                self._judged.set()
+
+        self.start("verifying the batch's world", run)
 
     def start(self, name: str, target: Callable[[], None]) -> None:
         """Run `target` in the background; what it raises is the warm-up's failure (the batch stops and says why)."""
@@ -98,25 +145,35 @@ class WarmUp:
 @contextmanager
 def warmed_up(assignment: Assignment, seeds: dict[str, int], note: Note, cache: Path | None = None,
               warm_fresh_seeds: bool = True, steps: Note | None = None, public_source: str = "",
-              batch_seed: int | None = None) -> Iterator[WarmUp]:
+              batch_seed: int | None = None, allow_weak: bool | None = None) -> Iterator[WarmUp]:
     """The warm-up for grading in the worlds `seeds` (scenario -> seed) of the batch `batch_seed` (the grading
     run's, as grade() passes it to the runs), as a context: the fork server is stopped and the view removed on
     exit. `public_source` is the public starter whose programs runs may read ("": none, runs compile everything).
     `note` hears what the user must know (fast runs unavailable), `steps` each step of the warm-up.
     `warm_fresh_seeds=False` (one submission: `check`, `validate`, otter) uses fresh-seed programs when they are
-    kept and never builds them, nor the figures."""
+    kept and never builds them. The world of `batch_seed` is judged in the background wherever the reference
+    solution is at hand (`WarmUp.verdict`)."""
     steps = steps or (lambda text: None)
+    # Every batch inspects its own sandbox (isolation.py); nothing weak runs unless asked for (`allow_weak`, default:
+    # this process's opt-in), and never as root.
+    approved = require_isolation(recheck(), allow_weak)
     state = WarmState(assignment, cache, public_source)
-    view = View(state.store) if state.compiled else None
+    try:
+        view = View(state.store) if state.compiled else None
+    except OSError as error:
+        raise _unusable(state, error) from None
     server = ServerStart(view.folder if view else None, note,
                          ready=lambda seconds: steps(f"Warm-up: fork server ready ({seconds:.1f} s)."))
     warm = None
     try:
-        reference, starter = _facts_and_programs(state, steps)
+        try:
+            reference, starter = _facts_and_programs(state, steps)
+        except OSError as error:
+            raise _unusable(state, error) from None
         if view and starter:
             view.add(starter)
         gates: dict[str, threading.Event] = {}
-        warm = WarmUp(state, seeds, batch_seed, state.facts(reference), GatedRunner(server, gates))
+        warm = WarmUp(state, seeds, batch_seed, state.facts(reference), GatedRunner(server, gates, approved))
         fresh = [s for s in fresh_scenarios(assignment) if s.name in seeds]
         for seed in sorted({seeds[s.name] for s in fresh}):
             part = state.read_seed(seed, batch_seed)
@@ -130,8 +187,8 @@ def warmed_up(assignment: Assignment, seeds: dict[str, int], note: Note, cache: 
                     gates[scenario_world(assignment, scenario, seed, batch_seed)] = gate
                 warm.start(f"warming up the variant world of seed {seed}",
                            functools.partial(_warm_seed, state, seed, batch_seed, starter, view, gate, steps))
-        if warm_fresh_seeds and assignment.figure_name and state.read_figures(seeds, batch_seed) is None:
-            warm.start("drawing the reference's figures", lambda: _draw_figures(warm, steps))
+        if batch_seed is not None and assignment.solution_path.is_file():   # a student bundle ships no solution
+            warm.judge(steps)
         yield warm
     finally:
         for thread in warm.threads if warm else []:
@@ -139,6 +196,12 @@ def warmed_up(assignment: Assignment, seeds: dict[str, int], note: Note, cache: 
         server.close()
         if view:
             view.close()
+
+
+def _unusable(state: WarmState, error: OSError) -> ConfigError:
+    """The cache folder cannot hold the warm state: say which, and grade nothing."""
+    return ConfigError(f"the warm state cannot be kept under {state.folder} ({type(error).__name__}: {error}); give "
+                       "a usable folder with --cache-dir or $GRADER_CACHE_DIR")
 
 
 def _facts_and_programs(state: WarmState, note: Note) -> tuple[Part, Part | None]:
@@ -183,7 +246,3 @@ def _warm_seed(state: WarmState, seed: int, batch_seed: int | None, starter: Par
         gate.set()
 
 
-def _draw_figures(warm: WarmUp, note: Note) -> None:
-    started = time.monotonic()
-    warm.state.figures(warm.seeds, warm.batch_seed, warm.runner)
-    note(f"Warm-up: the reference's figures in this batch's worlds drawn ({time.monotonic() - started:.1f} s).")

@@ -25,6 +25,7 @@ from pathlib import Path
 
 from grader.lms.otter_csv import num, safe_cell
 from grader.model.record import Record
+from grader.model.verdicts import grader_fault
 
 STUDENT_COLUMNS = ("Student", "ID", "SIS User ID", "SIS Login ID", "Section")
 POINTS_POSSIBLE = "    Points Possible"     # as Canvas writes it in its own exports
@@ -110,8 +111,9 @@ def canvas_csv(records: list[Record], header: str, points_possible: float, roste
     writer = csv.writer(stream, lineterminator="\n")
     writer.writerow([*STUDENT_COLUMNS, safe_cell(header)])
     writer.writerow([POINTS_POSSIBLE, "", "", "", "", num(points_possible)])
-    for student, record in rows:
-        writer.writerow([*(safe_cell(student.get(name, "")) for name in STUDENT_COLUMNS), num(record["score"])])
+    for student, record in rows:   # a record the grader failed on: an empty cell, which a Canvas import leaves alone
+        score = "" if grader_fault(record) else num(record["score"])
+        writer.writerow([*(safe_cell(student.get(name, "")) for name in STUDENT_COLUMNS), score])
     return stream.getvalue(), warnings
 
 

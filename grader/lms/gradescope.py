@@ -25,7 +25,7 @@ from typing import Any
 
 from grader.common.markdown import md_block
 from grader.model.record import CheckRecord, Record
-from grader.model.verdicts import passed, student_messages
+from grader.model.verdicts import grader_fault, passed, student_messages
 
 GRADESCOPE_VISIBILITIES = ["hidden", "after_due_date", "after_published", "visible"]
 
@@ -124,7 +124,10 @@ def test_entry(check: CheckRecord, number: str = "", title: str | None = None, s
 def submission_output(record: Record) -> str:
     """The top-level `output` (always shown to the student, plain text): score, status and the run notes."""
     lines = [f"{record.get('title') or record.get('assignment', '')}: {record['score']:g} / {record['max_score']:g}"]
-    if record["status"] == "error":
+    if grader_fault(record):
+        lines.append("Not graded: the grader failed on this file through its own fault (not yours); it will be "
+                     "graded again.")
+    elif record["status"] == "error":
         lines.append("Your file could not be graded.")
     lines += [f"- {message}" for message in student_messages(record.get("messages", []))]
     return "\n".join(lines)

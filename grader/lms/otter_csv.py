@@ -13,6 +13,7 @@ import csv
 import io
 
 from grader.model.record import Record
+from grader.model.verdicts import grader_fault
 
 POINTS_POSSIBLE_LABEL = "points-per-question"      # otter.grade.utils.POINTS_POSSIBLE_LABEL
 COMPLETED = "Completed"
@@ -31,6 +32,10 @@ def final_grades_csv(records: list[Record], checks: list[tuple[str, float]]) -> 
         graded = record["status"] == "graded"
         status = COMPLETED if graded else (record["messages"][0] if record["messages"] else "not graded")
         fraction = round(record["score"] / record["max_score"], 4) if record["max_score"] else 0.0
+        if grader_fault(record):   # no score the grader did not earn: empty cells, the status says why
+            writer.writerow([safe_cell(entry_name(record)), *("" for _ in questions), "", "",
+                             safe_cell(f"Grader error: {status}")])
+            continue
         writer.writerow([safe_cell(entry_name(record)), *(num(scores.get(name, 0.0)) for name, _ in questions),
                          num(record["score"]), num(fraction), safe_cell(status)])
     return stream.getvalue()

@@ -25,7 +25,6 @@ import sys
 import sysconfig
 import time
 import traceback
-from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
@@ -38,7 +37,7 @@ from grader.common.user_cache import named_cache_dir, user_cache_dir
 from grader.config.assignment import Assignment, load
 from grader.grading.grade import grade_one
 from grader.grading.reference import reference_facts
-from grader.grading.warm_up import warmed_up
+from grader.grading.single import grade_in_verified_world
 from grader.intake.discovery import Submission, load_submission_folder
 from grader.lms.gradescope import (
     OtterSettings,
@@ -47,8 +46,8 @@ from grader.lms.gradescope import (
     submission_output,
 )
 from grader.model.record import CheckRecord, Record
-from grader.model.verdicts import passed
-from grader.runs.jobs import fresh_variant_seed, scenario_seed, variant_seed_for
+from grader.model.verdicts import grader_fault, passed
+from grader.runs.jobs import fresh_variant_seed, variant_seed_for
 from grader.sandbox.isolation import WeakIsolation, isolation_for_command
 
 PLUGIN_NAME = "grader.lms.otter_plugin.SandboxedGrader"   # as otter_config.json names it
@@ -145,25 +144,28 @@ class SandboxedRunner(AbstractLanguageRunner):
             assignment = load(settings.get("assignment"), source)
         except Exception as error:  # a broken autograder: details to stdout (instructor only), plain words to students
             raise _unprepared(error) from None
-        seed = settings.get("variant_seed", getattr(self.ag_config, "seed", None))
-        seed = variant_seed_for(assignment, int(seed)) if seed is not None else fresh_variant_seed(assignment)
+        requested = settings.get("variant_seed", getattr(self.ag_config, "seed", None))
         submission = self.submission(assignment)
         if submission.problem:   # nothing will run: no warm-up
+            seed = variant_seed_for(assignment, int(requested)) if requested is not None else fresh_variant_seed(assignment)
             record = grade_one(assignment, submission, {}, seed)
         else:
-            seeds = {name: scenario_seed(assignment, scenario, seed) for name, scenario in assignment.scenarios.items()}
-            with ExitStack() as stack:
-                try:
-                    # Compiled programs only from public code: a public solution (shipped in the zip); the starter
-                    # is rendered by the authoring stage, not here, so a private solution's runs compile for themselves.
-                    warm = stack.enter_context(warmed_up(assignment, seeds, print_output, cache, warm_fresh_seeds=False,
-                                                         steps=print_output, batch_seed=seed,
-                                                         public_source=assignment.public_solution()))
-                except Exception as error:  # the reference did not run: the autograder is broken, not the student
-                    raise _unprepared(error) from None
-                record = grade_one(assignment, submission, warm.facts, seed, warm.runner)
+            try:
+                # In a world the reference solution scores full marks in (grading/single.py). Compiled programs only
+                # from public code: a public solution (shipped in the zip); the starter is rendered by the authoring
+                # stage, not here, so a private solution's runs compile for themselves.
+                record = grade_in_verified_world(assignment, submission, print_output, cache,
+                                                 None if requested is None else int(requested),
+                                                 assignment.public_solution(), print_output)
+            except Exception as error:  # the reference did not run: the autograder is broken, not the student
+                raise _unprepared(error) from None
         record = clean_data(record)   # valid text whatever the run sent: otter prints and writes it
         Path("results/record.json").write_text(json.dumps(record, indent=2, default=str))   # for the instructor
+        if grader_fault(record):   # no score the grader did not earn: the autograder fails, and says it is its fault
+            print_output("\n" + report(record))
+            raise OtterRuntimeError("The autograder could not grade this submission through its own fault (not "
+                                    "yours); your instructor can see the details in the autograder output and will "
+                                    "run it again.")
         results = SandboxedGradingResults.from_record(record, time.monotonic() - started,
                                                       {spec.id: spec.title for spec in assignment.checks})
         print_output("\n" + report(record))

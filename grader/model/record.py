@@ -72,6 +72,8 @@ class Record(TypedDict):
     reported_grader_faults: NotRequired[dict[str, list[str]]]  # claims from the run, for the instructor only
     grader_error: NotRequired[str]                         # the grader's traceback when it failed on this file
     check_errors: NotRequired[dict[str, str]]              # check id -> traceback of a bug in that check (instructor only)
+    unscored_checks: NotRequired[list[CheckRecord]]        # what each check found on a record the grader could not
+                                                           # grade (its own fault: a check's bug); instructor only
 
 
 def record_to_json(record: Record) -> str:

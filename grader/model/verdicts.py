@@ -29,6 +29,20 @@ def mark(score: float, max_score: float) -> Mark:
     return "pass" if passed(score, max_score) else ("partial" if score > 0 else "fail")
 
 
+GRADER_ERROR = "grader_error"   # the status a class file gives a record the grader could not grade (its own fault)
+
+
+def grader_fault(record: Record) -> bool:
+    """The grader could not grade this record through its own fault (a run it could not set up, a check that could not
+    judge, its own crash): no points, never a score an LMS should take, graded again on the next run."""
+    return bool(record.get("grader_error"))
+
+
+def class_status(record: Record) -> str:
+    """The status every class file shows: graded, error (the file itself could not be run), or grader_error."""
+    return GRADER_ERROR if grader_fault(record) else str(record["status"])
+
+
 def limit_notes(record: Record) -> list[str]:
     """Why a submission counts as having hit a limit (empty when it did not)."""
     notes = [m for m in record.get("messages", []) if isinstance(m, str) and not m.startswith(ISOLATION_PREFIX)

@@ -28,6 +28,7 @@ from grader.intake.discovery import safe_filename
 from grader.model.record import Record
 from grader.model.verdicts import (
     ISOLATION_PREFIX,
+    grader_fault,
     limit_notes,
     mark,
     passed,
@@ -151,20 +152,16 @@ def class_context(records: list[Record], assignment, run_info: dict) -> dict[str
     isolation_counts = Counter(_isolation(r) for r in graded)
     seeds = Counter(r.get("variant_seed") for r in records)
 
-    problems = [{"id": r["submission"], "page": feedback_page_name(r["submission"]), "status": r.get("status"),
+    problems = [{"id": r["submission"], "page": feedback_page_name(r["submission"]),
+                 "status": "grader fault: not graded" if grader_fault(r) else r.get("status"),
                  "reasons": r.get("messages", [])[:1] or ["unknown reason"]} for r in errored]
     problems += [{"id": r["submission"], "page": feedback_page_name(r["submission"]), "status": "hit a limit",
                   "reasons": notes} for r in graded if (notes := limit_notes(r))]
-    # The grader's own failures: never charged to the student, listed here so the instructor can fix and regrade.
-    problems += [{"id": r["submission"], "page": feedback_page_name(r["submission"]), "status": "grader fault",
-                  "reasons": [f"{scenario} run: {reason}" for scenario, reasons in r["grader_faults"].items()
-                              for reason in reasons][:5]}
-                 for r in graded if isinstance(r.get("grader_faults"), dict) and r["grader_faults"]]
     problems += [{"id": r["submission"], "page": feedback_page_name(r["submission"]), "status": "check raised",
                   "reasons": [f"check {check_id} raised something other than an assertion (full traceback in {r['submission']}.json "
                               f"under check_errors): {str(trace).splitlines()[0][:200] if trace else ''}"
                               for check_id, trace in r["check_errors"].items()][:5]}
-                 for r in graded if isinstance(r.get("check_errors"), dict) and r["check_errors"]]
+                 for r in records if isinstance(r.get("check_errors"), dict) and r["check_errors"]]
 
     percents = [_percent(r) for r in records]
     average = class_average(records, getattr(assignment, "max_score", None))
@@ -176,6 +173,7 @@ def class_context(records: list[Record], assignment, run_info: dict) -> dict[str
         "assignment_id": getattr(assignment, "id", ""),
         "generated": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
         "n": len(records), "n_graded": len(graded), "n_errored": len(errored),
+        "n_grader_faults": sum(1 for r in records if grader_fault(r)),
         "max_score": getattr(assignment, "max_score", records[0]["max_score"] if records else 0.0),
         "average": average,
         "histogram": _section(drawing, "The score histogram", lambda: _figures().score_histogram(percents))

@@ -7,21 +7,23 @@ import statistics
 from dataclasses import dataclass
 
 from grader.model.record import Record
-from grader.model.verdicts import limit_notes, passed
+from grader.model.verdicts import class_status, grader_fault, limit_notes, passed
 
 LISTED = 40   # submissions listed one per line up to this many; beyond, only the ones that need a look
 
 
 @dataclass(frozen=True)
 class ClassAverage:
-    """Over every submission with a record: one that could not be graded counts as 0, as it does in grades.csv and
-    in every gradebook file."""
+    """Over every submission the grader could judge: one whose file could not be run counts as 0, as it does in
+    grades.csv and in every gradebook file; one the grader failed on (its own fault) is left out, as its score is
+    left blank in every gradebook file, and said."""
 
     mean: float            # points
     median: float
     max_score: float
     submissions: int
     errors: int
+    grader_faults: int = 0
 
     @property
     def mean_percent(self) -> float:
@@ -34,16 +36,30 @@ class ClassAverage:
     @property
     def counted(self) -> str:
         """What the average is over, in words."""
-        errors = f", the {self.errors} that could not be graded counting as 0" if self.errors else ""
-        return f"over all {self.submissions} submission(s){errors}"
+        errors = f", the {self.errors} that could not be run counting as 0" if self.errors else ""
+        faults = (f"; {self.grader_faults} not graded through the grader's own fault left out (a re-run grades them)"
+                  if self.grader_faults else "")
+        return f"over {self.submissions} submission(s){errors}{faults}"
 
 
 def class_average(records: list[Record], max_score: float | None = None) -> ClassAverage:
-    totals = [float(r["score"]) if r["status"] == "graded" else 0.0 for r in records]
+    judged = [r for r in records if not grader_fault(r)]
+    totals = [float(r["score"]) if r["status"] == "graded" else 0.0 for r in judged]
     maximum = max_score if max_score is not None else (float(records[0]["max_score"]) if records else 0.0)
     return ClassAverage(mean=statistics.fmean(totals) if totals else 0.0,
                         median=statistics.median(totals) if totals else 0.0, max_score=maximum,
-                        submissions=len(records), errors=sum(1 for r in records if r["status"] != "graded"))
+                        submissions=len(judged), errors=sum(1 for r in judged if r["status"] != "graded"),
+                        grader_faults=len(records) - len(judged))
+
+
+def not_graded_line(records: list[Record]) -> str | None:
+    """The line that says how many records the grader could not grade (its own fault), or None."""
+    faults = [r["submission"] for r in records if grader_fault(r)]
+    if not faults:
+        return None
+    listed = ", ".join(faults[:10]) + (f" and {len(faults) - 10} more" if len(faults) > 10 else "")
+    return (f"NOT GRADED: {len(faults)} submission(s) could not be graded through the grader's own fault ({listed}): "
+            "no score is written for them in any gradebook file; fix the cause and run again to grade them.")
 
 
 def summary_table(records: list[Record], groups: dict[str, dict]) -> str:
@@ -59,6 +75,9 @@ def summary_table(records: list[Record], groups: dict[str, dict]) -> str:
         lines.append(f"{'total':<24} {average.max_score:>6g} {average.mean:>7.1f} (median {average.median:g}; "
                      f"{average.counted})")
         lines.append(f"(Group rows: the {len(graded)} graded submission(s). Total: {average.counted}.)")
+    missing = not_graded_line(records)
+    if missing:
+        lines.append(missing)
     flagged = [r for r in records if r["status"] != "graded" or limit_notes(r)]
     shown = sorted(records, key=lambda r: r["submission"]) if len(records) <= LISTED else flagged
     if shown:
@@ -67,5 +86,5 @@ def summary_table(records: list[Record], groups: dict[str, dict]) -> str:
         for record in shown:
             note = " (hit a limit)" if limit_notes(record) else ""
             lines.append(f"  {record['submission']:<32} {record['score']:>6g} / {record['max_score']:g}  "
-                         f"{record['status']}{note}")
+                         f"{class_status(record)}{note}")
     return "\n".join(lines)

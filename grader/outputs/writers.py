@@ -15,7 +15,16 @@ from grader.lms.canvas import Roster, canvas_csv, column_header, late
 from grader.lms.gradescope import OtterSettings, results_json
 from grader.lms.otter_csv import final_grades_csv, safe_cell
 from grader.model.record import CheckRecord, Record, record_to_json
-from grader.model.verdicts import mark, passed, read_first_heading, run_descriptions, stopped_early, student_messages
+from grader.model.verdicts import (
+    class_status,
+    grader_fault,
+    mark,
+    passed,
+    read_first_heading,
+    run_descriptions,
+    stopped_early,
+    student_messages,
+)
 
 STUDENT_VISIBLE = ("visible", "after_due_date", "after_published")
 
@@ -64,6 +73,10 @@ def grades_csv(records: list[Record], groups: list[str]) -> str:
     writer = csv.writer(stream, lineterminator="\n")
     writer.writerow(["submission", *groups, "total", "max_score", "percent", "status", "late"])
     for record in sorted(records, key=lambda r: r["submission"]):
+        if grader_fault(record):   # no score the grader did not earn: the cells stay empty, the status says why
+            writer.writerow([safe_cell(record["submission"]), *("" for _ in groups), "", _num(record["max_score"]), "",
+                             class_status(record), "late" if late(record) else ""])
+            continue
         scores = [_num(record["groups"][g]["score"] if g in record["groups"] else 0.0) for g in groups]
         percent = 100.0 * record["score"] / record["max_score"] if record["max_score"] else 0.0
         writer.writerow([safe_cell(record["submission"]), *scores, _num(record["score"]), _num(record["max_score"]),

@@ -22,45 +22,50 @@ def scenario_seed(assignment: Assignment, scenario: Scenario, variant_seed: int)
     return variant_seed if scenario.fresh_seed else assignment.lesson_seed
 
 
-def fresh_variant_seed(assignment: Assignment) -> int:
-    """A random seed for this grading run, never the lesson's own, and one the assignment finds suitable
-    (`oracle.suitable_seed(seed, settings)`, optional: e.g. a world where every method's value is told apart)."""
+def fresh_variant_seed(assignment: Assignment, rejected: frozenset[int] = frozenset()) -> int:
+    """A random seed for this grading run, never the lesson's own nor one whose world was `rejected` (the reference
+    fell short there), and one the assignment finds suitable (`oracle.suitable_seed(seed, settings)`, optional: e.g. a
+    world where every method's value is told apart)."""
     suitable = getattr(assignment.oracle, "suitable_seed", None)
     for _ in range(MAX_SEED_DRAWS):
         seed = secrets.randbelow(2**31 - 1) + 1
-        if seed != assignment.lesson_seed and (suitable is None or suitable(seed, assignment.settings)):
+        if (seed != assignment.lesson_seed and seed not in rejected
+                and (suitable is None or suitable(seed, assignment.settings))):
             return seed
     raise RuntimeError(f"oracle.suitable_seed accepted none of {MAX_SEED_DRAWS} random seeds: the assignment's "
                        "separation settings cannot be met (see its oracle)")
 
 
-_SUITABLE: dict[tuple[str, int], int] = {}
+_SUITABLE: dict[tuple[str, int, frozenset[int]], int] = {}
 
 
-def _suitable_for(assignment: Assignment, requested: int) -> int:
-    key = (assignment.fingerprint, requested)
+def _suitable_for(assignment: Assignment, requested: int, rejected: frozenset[int]) -> int:
+    key = (assignment.fingerprint, requested, rejected)
     if key not in _SUITABLE:
-        _SUITABLE[key] = _first_suitable(assignment, requested)
+        _SUITABLE[key] = _first_suitable(assignment, requested, rejected)
     return _SUITABLE[key]
 
 
-def _first_suitable(assignment: Assignment, requested: int) -> int:
+def _first_suitable(assignment: Assignment, requested: int, rejected: frozenset[int]) -> int:
     suitable = getattr(assignment.oracle, "suitable_seed", None)
-    if suitable is None or (requested != assignment.lesson_seed and suitable(requested, assignment.settings)):
+    if requested not in rejected and (suitable is None or (requested != assignment.lesson_seed
+                                                           and suitable(requested, assignment.settings))):
         return requested
     draw = random.Random(f"suitable variant seed for {requested}")
     for _ in range(MAX_SEED_DRAWS):
         seed = draw.randrange(1, 2**31)
-        if seed != assignment.lesson_seed and suitable(seed, assignment.settings):
+        if seed != assignment.lesson_seed and seed not in rejected and (suitable is None
+                                                                        or suitable(seed, assignment.settings)):
             return seed
     raise RuntimeError(f"oracle.suitable_seed accepted no seed derived from {requested}")
 
 
-def variant_seed_for(assignment: Assignment, requested: int) -> int:
+def variant_seed_for(assignment: Assignment, requested: int, rejected: frozenset[int] = frozenset()) -> int:
     """The variant seed a batch asked for by number (`--variant-seed`, otter's `seed`, a test): itself when the
     assignment finds it suitable, else the first suitable seed of a sequence drawn from it, so the same number
-    always gives the same world and every world separates the methods (a record says which seed was used)."""
-    return _suitable_for(assignment, int(requested))
+    always gives the same world and every world separates the methods (a record says which seed was used). Seeds
+    whose world was `rejected` (the reference solution falls short there) are passed over the same way."""
+    return _suitable_for(assignment, int(requested), frozenset(rejected))
 
 
 def setup_parameters(assignment: Assignment, scenario: Scenario, seed: int, batch_seed: int | None) -> dict[str, Any]:

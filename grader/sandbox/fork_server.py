@@ -38,8 +38,9 @@ import threading
 import time
 from pathlib import Path
 
-from grader.model.job import Job
+from grader.model.job import Job, new_job
 from grader.model.limits import Limits
+from grader.sandbox.inspection import SandboxFacts, inspect_with, job_source, parse_printed
 from grader.sandbox.isolation import (
     NAMESPACES,
     UIDS,
@@ -121,6 +122,7 @@ class ForkServer:
     # ---- lifecycle ----------------------------------------------------------------------------------------
 
     def start(self) -> ForkServer:
+        """Start the first generation (every generation's runs are inspected before it serves: `_launch`)."""
         if os.geteuid() != 0 or not isinstance(strongest_available(), Bubblewrap):
             raise ForkServerError("the fork server needs root and bubblewrap")
         self._launcher = Launcher(self._launch)
@@ -133,6 +135,18 @@ class ForkServer:
         with self._lock:
             self._current = server
         return self
+
+    facts = SandboxFacts(failure="not started")
+
+    def _probe(self, server: _Server, canary: Path) -> object:
+        """The sandbox probe as a harness job on `server`, exactly as a student's run is made."""
+        limits = Limits()
+        job = new_job(job_source(canary, "_grader_probe") + "print(__import__('json').dumps(_grader_probe))\n",
+                      "probe.py", [], limits)
+        raw, failed = self._run_once(server, job, limits)
+        if failed or not raw.setup_ok:
+            raise RuntimeError(f"the probe run failed ({raw.setup.get('message') or 'no report from the server'})")
+        return parse_printed(raw.output_head + raw.output_tail)
 
     def _launch(self) -> _Server:
         runtime = make_temp_dir("zygote")
@@ -167,6 +181,13 @@ class ForkServer:
             text = _read_log(log)
             server.close()
             raise ForkServerError(f"the fork server did not start: {text}")
+        # A generation serves only once a run of it was seen strongly isolated from inside (inspection.py); else it
+        # is stopped, and runs go to fresh sandboxed interpreters.
+        facts = inspect_with(lambda canary: self._probe(server, canary))
+        if not facts.strong:
+            server.close()
+            raise ForkServerError("its runs are not isolated as they must be: " + "; ".join(facts.weaknesses()))
+        self.facts = facts
         return server
 
     def close(self) -> None:

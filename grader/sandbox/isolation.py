@@ -1,4 +1,5 @@
-"""How a student process is isolated: the strongest mechanism this machine offers, chosen once, named in every result.
+"""How a student process is isolated: the strongest mechanism this machine really offers, chosen once per command
+by what a probe saw from inside each (grader/sandbox/inspection.py), and named in every result.
 
 Each strategy turns the harness command line into the sandboxed one, in three layers:
   prlimit (rlimits, set before anything runs)  ->  namespaces  ->  setpriv (a fresh unprivileged uid)  ->  python
@@ -8,14 +9,15 @@ Strategies, strongest first:
   the system (read-only) and the Python installation (read-only). The project checkout, the solutions, the
   assignment configs and the output folder do not exist inside. The only writable places are a size-capped
   tmpfs (the working dir and /tmp) and a size-capped /dev/shm, all gone when the run ends.
-- `Unshare`: util-linux `unshare` for pid, network and ipc namespaces. Files stay visible, so the description
-  says so.
-- `ProcessGroup`: rlimits and a process group only (no namespaces allowed). Every result says so loudly.
+- `Unshare`: util-linux `unshare` for pid, network and ipc namespaces. Files and /proc stay the machine's: weak.
+- `ProcessGroup`: rlimits and a process group only: weak.
 
-Below namespaces the grader fails closed: `require_isolation` refuses (`WeakIsolation`, exit 2 at the command line)
-unless the instructor asks for it by name (`--allow-weak-isolation`, or `$GRADER_ALLOW_WEAK_ISOLATION=1` for the LMS
-path), since a student's file could then read the solutions, reach the network and signal the grader. Whatever is
-used, `reach` says in one line what a run can reach, printed before anything runs.
+A strategy counts as strong only when its probe run saw none of the machine's files, its own /proc and a uid of its
+own (inspection.py); a strategy whose tool is installed but fails, or that shows the machine's files, is weak. The
+grader fails closed: `require_isolation` refuses (`WeakIsolation`, exit 2 at the command line) anything weak unless
+the instructor asks for it by name (`--allow-weak-isolation`, `$GRADER_ALLOW_WEAK_ISOLATION=1`, the LMS setting),
+and refuses in every mode a sandbox in which student code would run as root. Whatever is used, `reach` says in one
+line what a run can reach, printed before anything runs.
 
 Running as root, the child switches to a uid of its own (`setpriv`) chosen per run, so RLIMIT_NPROC is really
 enforced and counts only this run's processes, and no file outside its sandbox is writable.
@@ -35,6 +37,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from grader.model.limits import Limits
+from grader.sandbox.inspection import SandboxFacts, inspect_with, parse_printed, script
 from grader.sandbox.scratch import make_temp_dir
 
 SYSTEM_DIRS = ("/usr", "/etc")
@@ -81,13 +84,12 @@ UIDS = UidPool()
 class Isolation:
     """Base strategy: rlimits, a process group, and (as root) a uid of the run's own."""
 
-    name = "process group only (no namespaces available): student code can see and reach this machine"
-    reach = ("NOT sandboxed (no bubblewrap, no unshare): student code can read this machine's files (solutions "
+    name = "process group only (no namespaces): student code can see and reach this machine"
+    reach = ("NOT sandboxed (no working bubblewrap or unshare): student code can read this machine's files (solutions "
              "included), reach its network and signal its processes")
-    has_namespaces = False
     prlimit = shutil.which("prlimit")
+    passed_over: list[Isolation] = []    # the stronger strategies tried before this one (for a refusal's reasons)
     setpriv = shutil.which("setpriv")
-    hides_files = False
 
     @property
     def switches_uid(self) -> bool:
@@ -117,35 +119,56 @@ class Isolation:
         return self.prlimit is None
 
     def describe(self) -> str:
-        parts = [self.name, "rlimits"]
-        if self.switches_uid:
-            parts.append("a uid of its own")
-        elif os.geteuid() == 0:
-            parts.append("running as root (setpriv missing), so the process-count limit is not enforced")
-        else:
-            parts.append("the grader's own uid")
-        parts.append("private scratch space" if self.hides_files else "private temp dir")
-        if not self.hides_files:
-            parts.append("WARNING: the grader's files are readable by student code")
-        parts.append("scrubbed environment")
+        """What a run under this strategy gets, as its probe saw it (every record names it)."""
+        facts = self.facts
+        parts = [self.name, "rlimits", "a uid of its own" if facts.own_uid else "the grader's own uid",
+                 "private temp dir" if facts.host_files_visible else "private scratch space", "scrubbed environment"]
+        if not facts.strong:
+            parts.append("WEAK (asked for by name): " + "; ".join(facts.weaknesses()))
         return ", ".join(parts)
 
     def works(self) -> bool:
-        """Try the strategy once on `true`; a strategy the kernel refuses is never used."""
+        """The strategy starts a run at all (strong or weak)."""
+        return self.facts.ran
+
+    @property
+    def facts(self) -> SandboxFacts:
+        """What a probe run under this strategy saw of its sandbox (measured once per strategy object)."""
+        if self._facts is None:
+            self._facts = self.inspect()
+        return self._facts
+
+    _facts: SandboxFacts | None = None
+
+    @property
+    def strong(self) -> bool:
+        return self.facts.strong
+
+    def available(self) -> bool:
+        """Its tools are installed (a strategy whose tools are missing is not even tried)."""
+        return True
+
+    def inspect(self) -> SandboxFacts:
+        """Run the probe under this strategy's command line, as a run would be (a uid of its own when root)."""
+        if not self.available():
+            return SandboxFacts(failure=f"{type(self).__name__.lower()}'s tool is not installed")
+        return inspect_with(self._probe)
+
+    def _probe(self, canary: Path) -> object:
         workdir = make_temp_dir("probe")
         uid = UIDS.take() if self.switches_uid else None
         try:
             self.prepare_workdir(workdir, uid)
-            argv = self.command([sys.executable, "-I", "-c", "import os; open('probe', 'w').close()"],
-                                Limits(), workdir, uid)
-            done = subprocess.run(argv, capture_output=True, timeout=30, cwd=workdir)
-        except (OSError, subprocess.SubprocessError):
-            return False
+            argv = self.command([sys.executable, "-I", "-c", script(canary)], Limits(), workdir, uid)
+            done = subprocess.run(argv, capture_output=True, timeout=60, cwd=workdir)
+            if done.returncode != 0:
+                raise RuntimeError(f"exit status {done.returncode}: "
+                                   f"{done.stderr.decode('utf-8', 'replace').strip()[-300:] or 'no message'}")
+            return parse_printed(done.stdout)
         finally:
             if uid is not None:
                 UIDS.give_back(uid)
             shutil.rmtree(workdir, ignore_errors=True)
-        return done.returncode == 0
 
 
 class ProcessGroup(Isolation):
@@ -154,17 +177,16 @@ class ProcessGroup(Isolation):
 
 class Unshare(Isolation):
     name = "pid, network and ipc namespaces (unshare): student code can still read this machine's files"
-    reach = ("unshare (no bubblewrap): no network and no other process, but student code can read this machine's "
-             "files (solutions included)")
-    has_namespaces = True
+    reach = ("unshare (no working bubblewrap): no network, but student code can read this machine's files (solutions "
+             "included) and its /proc")
     unshare = shutil.which("unshare")
 
     def namespace_prefix(self, workdir: Path, limits: Limits) -> list[str]:
-        user = [] if os.geteuid() == 0 else ["--user", "--map-root-user"]
+        user = [] if os.geteuid() == 0 else ["--user"]   # no root mapping: student code never runs as (mapped) root
         return [installed(self.unshare, "unshare"), *user, "--pid", "--fork", "--kill-child", "--net", "--ipc", "--"]
 
-    def works(self) -> bool:
-        return bool(self.unshare) and super().works()
+    def available(self) -> bool:
+        return bool(self.unshare)
 
 
 class Bubblewrap(Isolation):
@@ -172,9 +194,7 @@ class Bubblewrap(Isolation):
             "grader and instructor files invisible")
     reach = ("bubblewrap: no network, no other process, the system and Python read-only, no grader or instructor "
              "file; only its own scratch space is writable")
-    has_namespaces = True
     bwrap = shutil.which("bwrap")
-    hides_files = True
     writable: tuple[tuple[Path, str], ...] = ()
 
     def namespace_prefix(self, workdir: Path, limits: Limits) -> list[str]:
@@ -192,13 +212,14 @@ class Bubblewrap(Isolation):
         """The same sandbox with a host folder bound writable at `inside` (trusted runs: warming the compile cache)."""
         copy = Bubblewrap()
         copy.writable = ((host, inside),)
+        copy._facts = self._facts       # the same sandbox, measured once
         return copy
 
     def prepare_workdir(self, workdir: Path, uid: int | None) -> None:
         os.chmod(workdir, 0o755)  # the child never writes here: its working dir is a tmpfs at this path
 
-    def works(self) -> bool:
-        return bool(self.bwrap) and super().works()
+    def available(self) -> bool:
+        return bool(self.bwrap)
 
 
 RUNTIME_NAME = "_grader_runtime"   # the folder of grader/child/ modules inside a run's working dir
@@ -262,10 +283,24 @@ def parents_traversable(path: Path) -> list[str]:
 
 @lru_cache(maxsize=1)
 def strongest_available() -> Isolation:
-    for strategy in (Bubblewrap(), Unshare()):
-        if strategy.works():
+    """The first strategy whose probe run was strong; else the first that runs at all (weak: `require_isolation`
+    refuses it unless asked for); else the process group (whose facts say why nothing runs). Measured once per
+    process: `recheck` measures again (each batch does)."""
+    tried: list[Isolation] = []
+    for strategy in (Bubblewrap(), Unshare(), ProcessGroup()):
+        if strategy.available() and strategy.strong:
             return strategy
-    return ProcessGroup()
+        tried.append(strategy)
+    usable = [strategy for strategy in tried if strategy.available() and strategy.works()]
+    chosen = usable[0] if usable else tried[-1]
+    chosen.passed_over = [strategy for strategy in tried if strategy is not chosen]
+    return chosen
+
+
+def recheck() -> Isolation:
+    """Inspect the machine's strategies again (a batch checks its own preconditions, not an earlier command's)."""
+    getattr(strongest_available, "cache_clear", lambda: None)()
+    return strongest_available()
 
 
 WEAK_ISOLATION_ENV = "GRADER_ALLOW_WEAK_ISOLATION"
@@ -273,11 +308,12 @@ _weak_allowed = False   # set by the command line's --allow-weak-isolation, for 
 
 
 class WeakIsolation(RuntimeError):
-    """No namespaces here and nobody asked for weak isolation by name: nothing is graded."""
+    """No strong sandbox here and nobody asked for weak isolation by name, or student code would run as root:
+    nothing is graded."""
 
 
 def allow_weak_isolation(allowed: bool = True) -> None:
-    """The instructor asked, by name, to grade without namespaces (`--allow-weak-isolation`)."""
+    """The instructor asked, by name, to grade without a strong sandbox (`--allow-weak-isolation`)."""
     global _weak_allowed
     _weak_allowed = allowed
 
@@ -286,32 +322,56 @@ def weak_isolation_allowed() -> bool:
     return _weak_allowed or os.environ.get(WEAK_ISOLATION_ENV, "").strip().lower() in ("1", "true", "yes")
 
 
-def require_isolation(strategy: Isolation | None = None) -> Isolation:
-    """`strategy` (default: the strongest this machine offers) if it gives namespaces or weak isolation was asked
-    for by name; else `WeakIsolation` with why and what to install."""
+def _why(strategy: Isolation) -> str:
+    """What each strategy tried gave, for a refusal: the reader can see which tool failed and how."""
+    tried = [*getattr(strategy, "passed_over", []), strategy]
+    parts = []
+    for each in tried:
+        facts = each.facts
+        label = type(each).__name__.lower()
+        parts.append(f"{label}: {'; '.join(facts.weaknesses()) or 'strong'}")
+    return " / ".join(parts)
+
+
+def require_isolation(strategy: Isolation | None = None, allow_weak: bool | None = None) -> Isolation:
+    """`strategy` (default: the strongest this machine offers) when its probe run was strong, or when weak isolation
+    was asked for by name (`allow_weak`, default: this process's opt-in) and student code would still not run as
+    root; else `WeakIsolation` with what each strategy gave and what to do."""
     strategy = strategy or strongest_available()
-    if strategy.has_namespaces or weak_isolation_allowed():
+    facts = strategy.facts
+    if facts.strong:
+        return strategy
+    if not facts.ran or facts.as_root:
+        raise WeakIsolation(
+            f"refusing to grade: no sandbox here can run student code safely ({_why(strategy)}). Student code never "
+            "runs as root and never outside a sandbox that starts: install bubblewrap (apt-get install bubblewrap) "
+            "and util-linux's setpriv, and run the grader as root for a uid per run.")
+    if weak_isolation_allowed() if allow_weak is None else allow_weak:
         return strategy
     raise WeakIsolation(
-        "refusing to grade: this machine offers no namespaces (neither bubblewrap nor util-linux unshare works "
-        "here), so student code would run unsandboxed and could read the solutions, reach the network and signal "
-        "the grader. Install bubblewrap (apt-get install bubblewrap; run as root for the fork server and a uid per "
-        "run), or accept weak isolation by name: --allow-weak-isolation on the command line, "
-        f"{WEAK_ISOLATION_ENV}=1 in the environment (otter, Gradescope).")
+        f"refusing to grade: this machine offers no strong sandbox ({_why(strategy)}), so student code could read "
+        "the solutions, reach the network or signal the grader. Install bubblewrap (apt-get install bubblewrap; run "
+        "as root for the fork server and a uid per run), or accept weak isolation by name: --allow-weak-isolation "
+        f"on the command line, {WEAK_ISOLATION_ENV}=1 in the environment (otter, Gradescope).")
 
 
 def reach_line(strategy: Isolation | None = None) -> str:
     """One line for the terminal, before anything runs: what a run can reach."""
-    return f"Sandbox: {(strategy or strongest_available()).reach}."
+    strategy = strategy or strongest_available()
+    if strategy.facts.strong:
+        return f"Sandbox: {strategy.reach}."
+    return (f"Sandbox: WEAK, used because it was asked for by name: {strategy.reach} "
+            f"({'; '.join(strategy.facts.weaknesses())}).")
 
 
 def isolation_for_command(allow_weak: bool = False) -> str:
-    """For a command about to grade: records an explicit opt-in, then the line saying what a run can reach (raises
-    `WeakIsolation` below namespaces without an opt-in)."""
+    """For a command about to grade: records an explicit opt-in, inspects the machine's sandboxes afresh, then the
+    line saying what a run can reach (raises `WeakIsolation` when nothing strong works and no opt-in was given, or
+    when student code would run as root)."""
     if allow_weak:
         allow_weak_isolation()
-    return reach_line(require_isolation())
+    return reach_line(require_isolation(recheck()))
 
 
-WEAK_OPTION_HELP = ("grade even where no namespaces are available (no bubblewrap, no unshare): student code can then "
-                    f"read this machine's files and reach its network (also ${WEAK_ISOLATION_ENV}=1)")
+WEAK_OPTION_HELP = ("grade even where no strong sandbox works (bubblewrap missing or failing): student code can then "
+                    f"read this machine's files and see its processes; never as root (also ${WEAK_ISOLATION_ENV}=1)")

@@ -20,6 +20,7 @@ from grader.config.assignment import Assignment, ConfigError, find_root, load
 from grader.config.bundle import Bundle, bundled_root, read_bundle
 from grader.grading.grade import grade
 from grader.grading.reference import reference_facts
+from grader.grading.single import grade_in_verified_world
 from grader.intake.discovery import load_single
 from grader.model.record import CheckRecord
 from grader.model.verdicts import stopped_early, student_messages
@@ -136,13 +137,15 @@ def run_check(path: Path, assignment: Assignment, bundle: Bundle | None, group: 
     if bundle is None:
         require_solution(assignment)
     submission = load_single(path, assignment.submission_filename, assignment.max_submission_bytes)
-    variant_seed = fresh_variant_seed(assignment)
     if submission.problem:   # nothing will run (an empty or unreadable file): no fork server, no reference facts
-        record = grade(target, submission, {}, variant_seed)
-    else:
+        record = grade(target, submission, {}, fresh_variant_seed(assignment))
+    elif bundle is None:     # the checkout: in a world the reference solution scores full marks in (grading/single.py)
+        record = grade_in_verified_world(target, submission, note, public_source=assignment.built_starter(),
+                                         judged=assignment)
+    else:                    # a student bundle has no solution to judge a world with: feedback in a drawn one
         with check_runner(target, bundle, note) as runner:   # the fork server starts while the facts are read
             facts = facts_for(assignment, bundle)
-            record = grade(target, submission, facts, variant_seed, runner)
+            record = grade(target, submission, facts, fresh_variant_seed(assignment), runner)
     visible = [c for c in record["checks"] if c["visibility"] == "visible"]
     groups: dict[str, dict[str, float]] = {}
     for check in visible:
