@@ -298,12 +298,33 @@ def second_panel_is_bytes(run, oracle, settings):
 
 # ---- directional derivative -----------------------------------------------------------------------
 
+def _evaluated_in_float64(run, oracle, settings, eps):
+    """The run's `finite` is a central difference at `eps` to within float64 rounding: proof that it evaluated the
+    objective in float64 (float32 rounding at such a step lands there by chance essentially never)."""
+    if not run.has("finite"):
+        return False
+    try:
+        finite = as_number(run["finite"], "`finite`")
+    except AssertionError:
+        return False
+    return math.isfinite(finite) and _closest(finite, oracle.central_differences(eps)) <= oracle.finite_noise(
+        eps, settings.finite_noise_float64, DOUBLE)
+
+
 def eps_is_a_sensible_step(run, oracle, settings):
+    """A step judged in the precision the run used: float64 when its `finite` proves float64 evaluations, else
+    float32 (the lesson's)."""
     eps = as_number(run["eps"], "`eps`")
     assert math.isfinite(eps) and eps > 0, f"`eps` should be a positive step; found {eps!r}."
+    if _evaluated_in_float64(run, oracle, settings, eps):
+        assert settings.eps_min_float64 <= eps <= settings.eps_max, (
+            f"`eps` = {eps:g} is outside [{settings.eps_min_float64:g}, {settings.eps_max:g}]: even in float64, which "
+            "your central difference used, a smaller step drowns in rounding error and a larger one in truncation error.")
+        return f"`eps` = {eps:g} is a sensible step for the float64 evaluations your central difference used."
     assert settings.eps_min <= eps <= settings.eps_max, (
-        f"`eps` = {eps:g} is outside [{settings.eps_min:g}, {settings.eps_max:g}]: in float32 a smaller step drowns in "
-        "rounding error and a larger one in truncation error.")
+        f"`eps` = {eps:g} is outside [{settings.eps_min:g}, {settings.eps_max:g}]: with the lesson's float32 "
+        "evaluations a smaller step drowns in rounding error and a larger one in truncation error (if you evaluated "
+        "in float64, `finite` did not come out as a float64 central difference at this step).")
     return f"`eps` = {eps:g} is a sensible float32 step."
 
 
@@ -333,7 +354,8 @@ def _automatic_diagnosis(run, oracle, settings, automatic, expected, tolerance):
                 f"JAX's automatic differentiation of the objective returned in this run ({fmt(expected)}): the grader's "
                 "variant run changes JAX's derivative rules by tiny amounts, and your value did not follow them. The "
                 "exercise asks for the gradient by JAX autodiff, dotted with the direction.")
-    for vector in vectors(run.sightings(until="automatic"), settings.width):
+    proven = abs(automatic - exact) > settings.separation * tolerance   # far from every reading along (1,...,1)
+    for vector in vectors(run.sightings(until="automatic"), settings.width) if proven else []:
         if not np.allclose(vector, oracle.ones) and np.any(vector) and abs(automatic - float(_gradient_dot(oracle, vector))) <= tolerance:
             return (f"`automatic` = {fmt(automatic)} is the gradient dotted with a direction other than (1,…,1). "
                     "The exercise's direction v has every entry equal to 1.")
@@ -422,22 +444,30 @@ def _finite_diagnosis(run, oracle, settings, finite, eps, honest):
             return (f"`finite` = {fmt(finite)} is the {side} difference of the objective at x and x {sign} {eps:g}·v, "
                     "not a central difference: evaluate at both x + ε·v and x − ε·v and divide by 2ε.")
     central = honest[0]
-    for vector in vectors(run.sightings(until="finite"), settings.width):
-        along = float(oracle.gradient @ vector)   # (feedback only: any difference quotient along it is near this)
-        if np.any(vector) and not np.allclose(vector, vector[0]) and abs(finite - along) <= 1e-3 * abs(along) + tolerance:
-            return (f"`finite` = {fmt(finite)} is a directional derivative along a direction other than v = (1,…,1) "
-                    "(one your file made): the exercise's direction is the all-ones vector.")
+    # A direction, a factor or a formula is named only when the value proves it: it matches that reading to within
+    # the tolerance and lies beyond `separation` tolerances from every reading along v = (1,...,1) (this run's
+    # evaluations, the unchanged objective's, the slopes): otherwise the feedback says only what it did not follow.
+    along_ones = [*honest, *oracle.central_differences(eps, oracle.unchanged), *oracle.slopes().values()]
+    proven = min(abs(finite - value) for value in along_ones) > settings.separation * tolerance
+    for vector in vectors(run.sightings(until="finite"), settings.width) if proven else []:
+        along = float(oracle.gradient @ vector)
+        if np.any(vector) and not np.allclose(vector, vector[0]) and abs(finite - along) <= tolerance + 1e-4 * abs(along):
+            return (f"`finite` = {fmt(finite)} is the directional derivative along another vector your file made, not "
+                    "along v = (1,…,1): the exercise's direction is the all-ones vector.")
     for factor, wording in ((2.0, "divided by ε instead of 2ε"), (0.5, "divided by 4ε instead of 2ε"),
                             (0.25, "taken along the unit vector v/|v| instead of v = (1,…,1)")):
-        if near(factor * central):
+        if proven and near(factor * central):
             return f"`finite` = {fmt(finite)} is {factor:g} times the central difference of the objective at x ± {eps:g}·v: it looks {wording}."
     for label, value in oracle.slopes().items():
         if near(value) and oracle.values_changed:
             return _slope_message(finite, label)
     if oracle.values_changed and near(oracle.central_differences(eps, oracle.unchanged)[0]):
-        return (f"`finite` = {fmt(finite)} is the central difference of the unchanged objective, not of the objective "
-                "as this run evaluates it: evaluate the lesson's objective `plain` (the JAX function) itself at the two "
-                "points, not a re-implementation of it.")
+        return (f"`finite` = {fmt(finite)} does not follow the objective's evaluations at x ± {eps:g}·v in this run: "
+                f"there, a central difference of the objective as this run's JAX evaluates it is {fmt(central)}. Compute "
+                "`finite` from two evaluations of the lesson's objective `plain` at x + ε·v and x − ε·v and divide their "
+                "difference by 2ε. (The grader's check follows evaluations whose last sum runs in JAX; one summed "
+                "outside JAX, in NumPy or a Python loop, is not yet followed, and a re-implementation of the layers "
+                "never is.)")
     return (f"`finite` = {fmt(finite)}, but the central difference of the objective at x ± {eps:g}·v, with your eps, is "
             f"{fmt(central)} in this run. Evaluate the objective `plain` at x + ε·v and x − ε·v with v = (1,…,1) and "
             "divide the difference of the two values by 2ε, using the same ε you report as `eps`.")

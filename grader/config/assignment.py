@@ -48,6 +48,8 @@ class CheckSpec:
     needs: tuple[str, ...] = ()
     title: str = ""               # the readable name of its Gradescope test (default: the id)
     failure_note: str = ""        # a sentence the lesson adds to the feedback whenever the check does not pass
+    method: bool = False          # it judges how a value was computed: a changed world's failure is the method's, so
+                                  # the scenario's failure_hint (about values that follow a seed) is not added
 
 
 @dataclass(frozen=True)
@@ -236,7 +238,8 @@ def load(assignment_id: str | None = None, root: Path | None = None) -> Assignme
     checks = [CheckSpec(id=c["id"], group=c["group"], points=float(c["points"]), visibility=c.get("visibility", "visible"),
                         scenarios=tuple(c.get("scenarios", ["baseline"])), function=c["function"],
                         needs=tuple(contract if c.get("needs") == ["*"] else c.get("needs", ())),
-                        title=str(c.get("title", c["id"])), failure_note=str(c.get("failure_note", "")))
+                        title=str(c.get("title", c["id"])), failure_note=str(c.get("failure_note", "")),
+                        method=c.get("method") is True)
               for c in config.get("checks", [])]
     scenarios = {name: Scenario(name=name, description=s.get("description", name), setup=tuple(s.get("setup", ())),
                                 fresh_seed=bool(s.get("fresh_seed", False)), failure_hint=s.get("failure_hint", ""))

@@ -44,7 +44,7 @@ ASSIGNMENT_KEYS = {"id": "", "title": "", "solution": "solutions/<id>.py (the re
 ASSIGNMENT_REQUIRED = ("solution", "max_submission_bytes", "contract", "seed_parameter")
 SCENARIO_KEYS = ("description", "setup", "fresh_seed", "failure_hint")
 GROUP_KEYS = ("points", "title")
-CHECK_KEYS = ("id", "title", "group", "points", "visibility", "scenarios", "function", "needs", "failure_note")
+CHECK_KEYS = ("id", "title", "group", "points", "visibility", "scenarios", "function", "needs", "failure_note", "method")
 CHECK_REQUIRED = ("id", "group", "points", "function")
 REPORT_KEYS = ("figure",)
 LMS_KEYS = ("canvas_assignment_id", "canvas_assignment_name", "otter", "allow_weak_isolation")
@@ -208,6 +208,8 @@ def _check_problems(checks: list, groups: dict, scenarios: dict, contract: list[
         if "failure_note" in check and not isinstance(check["failure_note"], str):
             problems.append(f"{where}: failure_note must be a string (a sentence added to the feedback when the check "
                             "does not pass)")
+        if "method" in check and not isinstance(check["method"], bool):
+            problems.append(f"{where}: method must be true or false (true: the check judges how a value was computed)")
         if isinstance(check.get("id"), str):
             seen[check["id"]] = seen.get(check["id"], 0) + 1
         points = check.get("points", 0)

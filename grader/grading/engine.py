@@ -387,8 +387,8 @@ def _combine(assignment: Assignment, spec: CheckSpec, outcomes: list, snapshots:
         if scenario != "baseline" or passed_elsewhere:
             hint = assignment.scenarios[scenario].failure_hint   # shown as written: no seed reaches a student
             # what the run is comes once per record (scenario_notes), not with every failure
-            feedback = (scenario_label(scenario) + feedback
-                        + (f"\n{hint}" if passed_elsewhere and hint and not only_here else ""))
+            hinted = passed_elsewhere and hint and not only_here and not spec.method   # a method's failure is its own
+            feedback = scenario_label(scenario) + feedback + (f"\n{hint}" if hinted else "")
         feedback += f"\n{spec.failure_note}" if spec.failure_note else ""
     return CheckResult(id=spec.id, group=spec.group, score=round(spec.points * fraction, 6), max_score=spec.points,
                        visibility=spec.visibility, feedback=feedback, grader_error=error)
