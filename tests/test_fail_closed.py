@@ -296,3 +296,40 @@ def test_a_sandbox_tool_that_fails_in_any_way_gives_nothing(tmp_path, monkeypatc
     finally:
         monkeypatch.undo()
         isolation.recheck()
+
+
+# ---- every world a batch uses is one the reference solution scores full marks in -------------------------------
+
+def test_a_world_the_reference_falls_short_in_is_passed_over_and_said(tmp_path, monkeypatch):
+    """The first world's verdict falls short (as in the world of a rare seed): no record of it is kept, the batch
+    grades in the next world drawn from the same number, says so, and a second batch asked for the same number
+    lands in the same replacement world."""
+    import grader.grading.warm_state as warm_state
+    from grader.grading.world_check import WorldVerdict
+
+    real = warm_state.judge_world
+    judged: list[int] = []
+
+    def short_in_the_first(assignment, facts, seed, runner):
+        judged.append(seed)
+        verdict = real(assignment, facts, seed, runner)
+        if len(judged) == 1:
+            return WorldVerdict(seed, verdict.max_score - 1, verdict.max_score,
+                                ("area.value: 0/1: injected shortfall",), verdict.figures)
+        return verdict
+
+    monkeypatch.setattr(warm_state, "judge_world", short_in_the_first)
+    monkeypatch.setenv("GRADER_CACHE_DIR", str(tmp_path / "cache"))
+    assignment = load("tiny", TINY)
+    folder = submissions(tmp_path / "submissions", {"spy": SPY, **IDLE})
+    result = grader.cli.batch.grade_folder(assignment, folder, tmp_path / "out", workers=2, variant_seed=777,
+                                           progress=lambda line: None)
+    first, second = judged[0], judged[1]
+    assert first == 777 and second != first
+    assert result.variant_seed == second and all(r["variant_seed"] == second for r in result.records)
+    assert any(f"variant seed {first}" in note and "that world is not used" in note
+               and f"variant seed {second} instead" in note for note in result.notes), result.notes
+    assert {r["submission"]: r["score"] for r in result.records} == {"spy": 3.0, "does_nothing": 0.0, "only_prints": 0.0}
+    again = grader.cli.batch.grade_folder(assignment, folder, tmp_path / "again", workers=2, variant_seed=777,
+                                          progress=lambda line: None)
+    assert again.variant_seed == second       # the rejected world's verdict is kept: the same number, the same world
