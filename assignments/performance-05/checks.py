@@ -332,8 +332,7 @@ def automatic_is_gradient_dot_ones(run, oracle, settings):
     automatic = as_number(run["automatic"], "`automatic`")
     assert math.isfinite(automatic), f"`automatic` is {automatic!r}; the directional derivative is a finite number."
     gradient = oracle.autodiff_gradient
-    share = settings.automatic_tolerance if oracle.derivatives_changed else settings.automatic_tolerance_jax_rules
-    tolerance = share * float(np.sum(np.abs(gradient)))
+    tolerance = oracle.automatic_tolerance(settings)
     expected = float(gradient.sum())
     if abs(automatic - expected) <= tolerance:
         return "`automatic` is JAX's autodiff of the objective, dotted with the all-ones direction."
@@ -465,9 +464,9 @@ def _finite_diagnosis(run, oracle, settings, finite, eps, honest):
         return (f"`finite` = {fmt(finite)} does not follow the objective's evaluations at x ± {eps:g}·v in this run: "
                 f"there, a central difference of the objective as this run's JAX evaluates it is {fmt(central)}. Compute "
                 "`finite` from two evaluations of the lesson's objective `plain` at x + ε·v and x − ε·v and divide their "
-                "difference by 2ε. (The grader's check follows evaluations whose last sum runs in JAX; one summed "
-                "outside JAX, in NumPy or a Python loop, is not yet followed, and a re-implementation of the layers "
-                "never is.)")
+                "difference by 2ε. (The check follows every evaluation whose layers run in JAX, wherever the final "
+                "sum of squares is taken; a re-implementation of the layers in NumPy is not the lesson's objective "
+                "and is never followed.)")
     return (f"`finite` = {fmt(finite)}, but the central difference of the objective at x ± {eps:g}·v, with your eps, is "
             f"{fmt(central)} in this run. Evaluate the objective `plain` at x + ε·v and x − ε·v with v = (1,…,1) and "
             "divide the difference of the two values by 2ε, using the same ε you report as `eps`.")
