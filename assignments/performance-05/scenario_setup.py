@@ -373,26 +373,43 @@ def _exclude_own_frames(source_info_util, traceback_util, filename):
         traceback_util.register_exclusion(filename)
 
 
-def offset_memory_analysis(batch_seed, **_):
+def offset_memory_analysis(batch_seed, width, layers, **_):
     """Behave like a backend with its own reporting conventions: `Compiled.memory_analysis()` returns the real
     analysis with every byte figure offset by an amount nobody can know before the run (reported_memory)."""
-    _replace_memory_analysis(batch_seed, hide_one=False)
+    _replace_memory_analysis(batch_seed, False, width, layers)
 
 
-def vary_memory_analysis(seed, **_):
+def vary_memory_analysis(seed, width, layers, **_):
     """Behave like a backend whose memory analysis is partial and unfamiliar: `Compiled.memory_analysis()`
-    returns None for one executable of each pair and, for the other, figures unlike the real ones
-    (reported_memory). Executables are numbered in the order their analysis is first asked for; asking again gives
-    the same answer."""
-    _replace_memory_analysis(seed, hide_one=True)
+    returns None for one of the lesson's two gradient programs and, for the other, figures unlike the real ones
+    (reported_memory). Which is which is decided by what the executable computes (`lesson_position`), never by when
+    its analysis was asked for: an extra analysis of another program, in any order, changes nothing."""
+    _replace_memory_analysis(seed, True, width, layers)
 
 
-def _replace_memory_analysis(memory_key, hide_one):
+def lesson_position(compiled, width, layers):
+    """Which of the lesson's pair an executable is, read from its own program: 0, a gradient (one vector of `width`
+    entries out) that evaluates tanh once per layer (the ordinary objective's); 1, one that evaluates some tanh
+    again (a rematerialized objective's); None, any other program (a forward pass, an HVP, ...), which is never
+    the hidden one."""
+    import re
+
+    import jax
+
+    leaves = jax.tree_util.tree_leaves(compiled.out_info)
+    if len(leaves) != 1 or int(getattr(leaves[0], "size", 0)) != width:
+        return None
+    count = len(re.findall(r"\btanh\(", compiled.as_text() or ""))
+    if count < layers:
+        return None
+    return 0 if count == layers else 1
+
+
+def _replace_memory_analysis(memory_key, hide_one, width, layers):
     import jax.stages
 
     original = jax.stages.Compiled.memory_analysis
-    analysed = []      # executables in order of first request, kept alive so identity stays meaningful
-    answers = []
+    answers = {}       # id of an analysed executable -> (the executable, kept alive so its id stays its, answer)
 
     def memory_analysis(self, *args, **kwargs):
         real = original(self, *args, **kwargs)
@@ -402,17 +419,20 @@ def _replace_memory_analysis(memory_key, hide_one):
             return real
 
     def reported(self, real):
-        for index, known in enumerate(analysed):
-            if known is self:
-                return answers[index]
-        index = len(analysed)
-        analysed.append(self)
+        known = answers.get(id(self))
+        if known is not None and known[0] is self:
+            return known[1]
+        try:
+            position = lesson_position(self, width, layers)
+        except Exception:
+            position = None
         figures = None
         if real is not None:
             counts = {name: getattr(real, name) for name in BYTE_FIELDS if isinstance(getattr(real, name, None), int)}
-            figures = reported_memory(counts, memory_key, index, hide_one)
+            figures = reported_memory(counts, memory_key, 2 if position is None else position,
+                                      hide_one and position is not None)
         answer = None if figures is None else ReportedMemory(figures, getattr(real, "serialized_buffer_assignment_proto", b""))
-        answers.append(answer)
+        answers[id(self)] = (self, answer)
         return answer
 
     memory_analysis.__name__ = "memory_analysis"
