@@ -10,7 +10,8 @@ jvp, vjp, linearize, jet, jacfwd, value_and_grad, jit, vmap, remat, column vecto
 mode; the HVPs: jvp of grad, hessian, jacfwd/jacrev, reverse over reverse, linearize, vjp, jit, vmap, jet of grad,
 column vectors, jax.remat, policies, a jitted layer reused inside a checkpoint, scan, fori_loop, the whole objective
 checkpointed; `finite`: float32 and float64 central differences at every sensible step, written inline, jitted,
-vmapped, from value_and_grad) and the script prints, per tolerance, the largest fraction of it any honest form used,
+vmapped, from value_and_grad, with the final sum of squares in NumPy, a Python loop, a column product, cumsum, a
+norm or einsum) and the script prints, per tolerance, the largest fraction of it any honest form used,
 and the smallest separation (in tolerances) between the right value and every wrong method's. It also checks that
 honest code keeps passing the lesson's own assertions in every world. Keep the first numbers well below 1 and the
 separations at or above `separation`; the comments in assignment.toml quote the last run.
@@ -68,11 +69,16 @@ def facts():
              sorted(vars(jax.checkpoint)) if hasattr(jax.checkpoint, "__dict__") else []]
     return {"texts": texts, "memory": memory, "names": names}
 
-before = facts()
 spec = importlib.util.spec_from_file_location("setup", ROOT / "assignments/performance-05/scenario_setup.py")
 setup = importlib.util.module_from_spec(spec); spec.loader.exec_module(setup)
+# "before": the same machinery with every amount zero, as the baseline world installs it; what a file can read must
+# not tell the two worlds apart
+zero = setup_parameters(assignment, assignment.scenarios["baseline"], seed, seed)
+setup.nudge_derivative_rules(**zero); setup.nudge_objective_values(**zero)
+jax.clear_caches()
+before = facts()
 setup.nudge_derivative_rules(**parameters); setup.nudge_objective_values(**parameters)
-jax.clear_caches()   # "before" traced JAX's own rules; a run changes them before anything is traced
+jax.clear_caches()   # "before" traced the zero world's rules; a run changes them before anything is traced
 out = {"used": {}, "apart": {}, "asserts": [], "unchanged": before == facts()}
 def used(name, fraction): out["used"][name] = max(out["used"].get(name, 0.0), float(fraction))
 def apart(name, value): out["apart"][name] = min(out["apart"].get(name, float("inf")), float(value))
@@ -99,9 +105,9 @@ automatic = {
     "jax.nn.tanh": lambda: jax.grad(lesson(tanh=jax.nn.tanh)[0])(x).sum(), "lax.tanh": lambda: jax.grad(lesson(tanh=lax.tanh)[0])(x).sum(),
 }
 for name, fn in automatic.items():
-    used(f"automatic_tolerance ({name})", abs(float(fn()) - expected) / (s.automatic_tolerance * scale))
-apart("automatic: exact slope vs autodiff", abs(float(oracle.gradient.sum()) - expected) / (s.automatic_tolerance * scale))
-apart("automatic: central difference (eps 1e-3) vs autodiff", min(abs(c - expected) for c in oracle.central_differences(1e-3)) / (s.automatic_tolerance * scale))
+    used(f"automatic_tolerance ({name})", abs(float(fn()) - expected) / oracle.automatic_tolerance(s))
+apart("automatic: exact slope vs autodiff", abs(float(oracle.gradient.sum()) - expected) / oracle.automatic_tolerance(s))
+apart("automatic: central difference (eps 1e-3) vs autodiff", min(abs(c - expected) for c in oracle.central_differences(1e-3)) / oracle.automatic_tolerance(s))
 
 v = jnp.linspace(-1.0, 1.0, 16); V = np.asarray(v, np.float64)
 wj = W
@@ -165,7 +171,20 @@ for eps in (1e-4, 3e-4, 1e-3, 3e-3, 1e-2, 3e-2):
         for _ in range(4): p = jnp.tanh(W @ p)
         return float(p @ p)
     written_out = (inline(x + eps * ones) - inline(x - eps * ones)) / (2 * eps)
-    honest = {"float64 quotient": (float(up) - float(down)) / (2 * eps), "float32 quotient": float((up - down) / (2 * eps)),
+    def layers(p):
+        for _ in range(4): p = jnp.tanh(W @ p)
+        return p
+    hu, hd = layers(x + eps * ones), layers(x - eps * ones)
+    cu, cd = layers((x + eps * ones)[:, None]), layers((x - eps * ones)[:, None])
+    elsewhere = {   # the layers in JAX, the final sum of squares anywhere (issue 35)
+        "NumPy sum of squares": (float(np.sum(np.asarray(hu) ** 2)) - float(np.sum(np.asarray(hd) ** 2))) / (2 * eps),
+        "Python loop": (sum(float(t) ** 2 for t in hu) - sum(float(t) ** 2 for t in hd)) / (2 * eps),
+        "column h.T @ h": float(((cu.T @ cu)[0, 0] - (cd.T @ cd)[0, 0]) / (2 * eps)),
+        "cumsum": float((jnp.cumsum(hu * hu)[-1] - jnp.cumsum(hd * hd)[-1]) / (2 * eps)),
+        "norm squared": float((jnp.linalg.norm(hu) ** 2 - jnp.linalg.norm(hd) ** 2) / (2 * eps)),
+        "einsum": float((jnp.einsum("i,i->", hu, hu) - jnp.einsum("i,i->", hd, hd)) / (2 * eps)),
+    }
+    honest = {**elsewhere, "float64 quotient": (float(up) - float(down)) / (2 * eps), "float32 quotient": float((up - down) / (2 * eps)),
               "vmap over both points": float((both[0] - both[1]) / (2 * eps)), "jit with traced step": float(jitted),
               "value_and_grad values": float(vg), "float64 host points": host, "column points": col,
               "inline forward pass, h @ h": written_out}
@@ -188,7 +207,7 @@ for eps in (1e-6, 1e-4, 1e-3):
     tolerance = oracle.finite_noise(eps, s.finite_noise_float64, double)
     used("finite_noise_float64 (x64 mode)", min(abs(value - c) for c in oracle.central_differences(eps)) / tolerance)
     apart("finite: float64 central difference vs nearest slope", assignment.oracle.finite_separation(oracle, eps, s, double))
-used("automatic_tolerance (x64 mode, jvp)", abs(float(jax.jvp(plain, (x64,), (jnp.ones_like(x64),))[1]) - expected) / (s.automatic_tolerance * scale))
+used("automatic_tolerance (x64 mode, jvp)", abs(float(jax.jvp(plain, (x64,), (jnp.ones_like(x64),))[1]) - expected) / oracle.automatic_tolerance(s))
 print(json.dumps(out))
 '''
 

@@ -332,8 +332,7 @@ def automatic_is_gradient_dot_ones(run, oracle, settings):
     automatic = as_number(run["automatic"], "`automatic`")
     assert math.isfinite(automatic), f"`automatic` is {automatic!r}; the directional derivative is a finite number."
     gradient = oracle.autodiff_gradient
-    share = settings.automatic_tolerance if oracle.derivatives_changed else settings.automatic_tolerance_jax_rules
-    tolerance = share * float(np.sum(np.abs(gradient)))
+    tolerance = oracle.automatic_tolerance(settings)
     expected = float(gradient.sum())
     if abs(automatic - expected) <= tolerance:
         return "`automatic` is JAX's autodiff of the objective, dotted with the all-ones direction."
@@ -465,9 +464,9 @@ def _finite_diagnosis(run, oracle, settings, finite, eps, honest):
         return (f"`finite` = {fmt(finite)} does not follow the objective's evaluations at x ± {eps:g}·v in this run: "
                 f"there, a central difference of the objective as this run's JAX evaluates it is {fmt(central)}. Compute "
                 "`finite` from two evaluations of the lesson's objective `plain` at x + ε·v and x − ε·v and divide their "
-                "difference by 2ε. (The grader's check follows evaluations whose last sum runs in JAX; one summed "
-                "outside JAX, in NumPy or a Python loop, is not yet followed, and a re-implementation of the layers "
-                "never is.)")
+                "difference by 2ε. (The check follows every evaluation whose layers run in JAX, wherever the final "
+                "sum of squares is taken; a re-implementation of the layers in NumPy is not the lesson's objective "
+                "and is never followed.)")
     return (f"`finite` = {fmt(finite)}, but the central difference of the objective at x ± {eps:g}·v, with your eps, is "
             f"{fmt(central)} in this run. Evaluate the objective `plain` at x + ε·v and x − ε·v with v = (1,…,1) and "
             "divide the difference of the two values by 2ε, using the same ε you report as `eps`.")
@@ -495,6 +494,10 @@ def _candidate_directions(run, settings, name):
             found.insert(0, direction)
     except (AssertionError, Missing):   # no usable `direction`: the sightings alone
         pass
+    # The lesson's own tangents, also when the file made them where no array is kept (inside jit, a scan, a helper
+    # it never returns): naming them earns nothing, since only second-order autodiff in this run gives H v along them
+    lesson = np.linspace(-1.0, 1.0, settings.width)
+    found += [lesson, lesson / np.linalg.norm(lesson), np.linspace(0.0, 1.0, settings.width)]
     return found
 
 
@@ -552,18 +555,36 @@ def hvps_have_shape_and_are_finite(run, oracle, settings):
     return f"Both HVPs are finite vectors of length {settings.width}."
 
 
+def _uniform(vector, settings):
+    spread = float(np.max(vector) - np.min(vector))
+    return not (spread > settings.nonuniform_fraction * float(np.max(np.abs(vector))) and spread > 0)
+
+
 def hvp_direction_is_nonuniform(run, oracle, settings):
+    """The tangent `hvp_plain` was computed along: the vector of the file's that explains it (as the HVP checks find
+    it), else the one its value itself reveals (a tangent made inside jit is never kept as an array), judged by the
+    value alone; "uniform" is said only when a uniform tangent is proved."""
     try:
         direction = _explained_by(run, oracle, settings, "hvp_plain", False)
+        value = _hvp(run, settings, "hvp_plain")
     except AssertionError:   # hvp_plain itself is unusable; its own checks say why
-        direction = None
-    if direction is None:
-        direction = as_vector(run["direction"], "`direction`", settings.width, column=True)
-    spread = float(np.max(direction) - np.min(direction))
-    assert spread > settings.nonuniform_fraction * float(np.max(np.abs(direction))) and spread > 0, (
-        "The HVP direction is uniform (all entries equal): a uniform direction probes only one combination of the "
-        "Hessian's columns. Use a direction whose entries differ.")
-    return "The HVP direction is nonuniform."
+        direction, value = None, None
+    if direction is not None:
+        assert not _uniform(direction, settings), (
+            "The HVP direction is uniform (all entries equal): a uniform direction probes only one combination of the "
+            "Hessian's columns. Use a direction whose entries differ.")
+        return "The HVP direction is nonuniform."
+    if value is not None:
+        for hessian in (oracle.hessian(False), oracle.true_hessian):
+            revealed = np.linalg.lstsq(hessian, value, rcond=None)[0]
+            if np.max(np.abs(hessian @ revealed - value)) <= settings.hvp_approximate_fraction * np.max(np.abs(value)):
+                assert not _uniform(revealed, settings), (
+                    "The HVP direction is uniform (all entries equal): `hvp_plain` is the Hessian times a vector whose "
+                    "entries are all equal. Use a direction whose entries differ.")
+                return "The HVP direction is nonuniform (read from `hvp_plain` itself)."
+    raise AssertionError("The grader could not tell which direction `hvp_plain` was computed along: no vector of "
+                         "your file's explains it, nor does it read as the Hessian times one. Check `hvp_plain` first "
+                         "(its own checks say what it is).")
 
 
 def hvp_plain_matches_oracle(run, oracle, settings):

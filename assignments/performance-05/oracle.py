@@ -10,7 +10,8 @@ returns in that world:
     its derivative             F'(h) = -2h (1 + delta) + (1 - h^2)(delta'(h) + (1 + delta) bend),
                                bend = curvature, or curvature + checkpoint_curvature inside a rematerialized
                                function being differentiated
-    an evaluation              f~(p) = sum(a) + change(a),  a = h4(p)^2  (a change no derivative rule contains)
+    an evaluation              f~(p) = sum(h~4(p)^2), h~ = tanh(z) + change(z) on the last layer's pre-activations
+                               near their path (a change of what tanh returns that no derivative rule contains)
 
 so `automatic` must follow F (a NumPy recurrence, a formula or a finite difference does not), each HVP must follow
 F' (a finite difference of gradients or a NumPy HVP does not), hvp_remat the rematerialized bend (the ordinary
@@ -59,25 +60,28 @@ def objective(w: np.ndarray, x: np.ndarray) -> float:
 
 @dataclass(frozen=True)
 class ValueChange:
-    """What evaluating the objective adds near the lesson's point: scale * t * window, t the position along the
-    path the squares a = h4^2 follow as x moves along (1,...,1) (scenario_setup.nudge_objective_values)."""
+    """What evaluating tanh adds near the last layer's pre-activations at the lesson's point z* = center: scale * t *
+    window * lift, t the position along the path the pre-activations follow as x moves along (1,...,1)
+    (scenario_setup.nudge_objective_values); `lift` makes it a change of scale * t of the sum of squares."""
 
     center: np.ndarray
     path: np.ndarray
+    lift: np.ndarray
     scale: float
     span: float
     across: float
 
-    def of(self, a: np.ndarray) -> float:
-        if a.shape != self.center.shape or not np.all(a > 0):
-            return 0.0
-        d = a - self.center
+    def shift(self, z: np.ndarray) -> np.ndarray:
+        """The change a run's tanh adds to tanh(z) for one vector of pre-activations z."""
+        if z.shape != self.center.shape:
+            return np.zeros_like(z)
+        d = z - self.center
         path2 = float(self.path @ self.path)
         t = float(d @ self.path) / path2
         off = (float(d @ d) - t * t * path2) / float(self.center @ self.center)
         along = max(1.0 - t * t / self.span ** 2, 0.0)
         aside = max(1.0 - off / self.across ** 2, 0.0)
-        return self.scale * t * along ** 3 * aside ** 3
+        return self.scale * t * along ** 3 * aside ** 3 * self.lift
 
 
 @dataclass(frozen=True)
@@ -99,7 +103,8 @@ class Rules:
                         float(parameters["tanh_curvature"]), float(parameters["checkpoint_curvature"]))
         if values and "center" in parameters:
             change = ValueChange(np.asarray(parameters["center"], dtype=np.float64),
-                                 np.asarray(parameters["path"], dtype=np.float64), float(parameters["scale"]),
+                                 np.asarray(parameters["path"], dtype=np.float64),
+                                 np.asarray(parameters["lift"], dtype=np.float64), float(parameters["scale"]),
                                  float(parameters["span"]), float(parameters["across"]))
             rules = Rules(rules.terms, rules.curvature, rules.checkpoint_curvature, change)
         return rules
@@ -119,9 +124,16 @@ class Rules:
         s = 1.0 + self.delta(h)
         return -2.0 * h * s + (1.0 - h ** 2) * (self.delta_slope(h) + s * bend)
 
+    def evaluated(self, w: np.ndarray, point: np.ndarray) -> list[np.ndarray]:
+        """h0 = x, h_i = tanh(W h_{i-1}) as this scenario's runs evaluate tanh (the change, where it applies)."""
+        values = [np.asarray(point, dtype=np.float64)]
+        for _ in range(LAYERS):
+            z = w @ values[-1]
+            values.append(np.tanh(z) + (self.change.shift(z) if self.change is not None else 0.0))
+        return values
+
     def value(self, w: np.ndarray, point: np.ndarray) -> float:
-        a = activations(w, point)[-1] ** 2
-        return float(np.sum(a)) + (self.change.of(a) if self.change is not None else 0.0)
+        return float(np.sum(self.evaluated(w, point)[-1] ** 2))
 
 
 TRUE = Rules()
@@ -134,6 +146,16 @@ def gradient(w: np.ndarray, x: np.ndarray, rules: Rules = TRUE) -> np.ndarray:
     for i in range(LAYERS, 0, -1):
         g = w.T @ (g * rules.first(h[i]))
     return g
+
+
+def reverse_magnitudes(w: np.ndarray, x: np.ndarray, rules: Rules = TRUE) -> float:
+    """sum of the reverse recurrence run on magnitudes (|W|^T, |2 h4|, |F(h)|): the size of the numbers a float32
+    reverse pass adds up to reach grad . (1,...,1), whose rounding errors do not cancel where the result does."""
+    h = activations(w, x)
+    m = 2.0 * np.abs(h[-1])
+    for i in range(LAYERS, 0, -1):
+        m = np.abs(w).T @ (m * np.abs(rules.first(h[i])))
+    return float(np.sum(m))
 
 
 def hessian_vector_product(w: np.ndarray, x: np.ndarray, v: np.ndarray, rules: Rules = TRUE,
@@ -263,6 +285,14 @@ class Oracle:
         """Values a `finite` that evaluated nothing could hold: the exact directional derivative and autodiff's."""
         return {"the exact directional derivative": float(self.gradient.sum()),
                 "JAX's autodiff of the objective in this run": float(self.autodiff_gradient.sum())}
+
+    def automatic_tolerance(self, settings: Any) -> float:
+        """How far an honest float32 `automatic` may lie from autodiff's directional derivative in this run: a share
+        of sum|g_i|, and never less than `automatic_rounding` float32 units of the magnitudes the reverse pass
+        carries (where its entries cancel, rounding is relative to those, not to the result)."""
+        share = settings.automatic_tolerance if self.derivatives_changed else settings.automatic_tolerance_jax_rules
+        carried = reverse_magnitudes(self.w, self.x, self.rules)
+        return max(share * float(np.sum(np.abs(self.autodiff_gradient))), settings.automatic_rounding * SINGLE * carried)
 
     def finite_separation(self, eps: float, settings: Any, unit: float | None = None) -> float:
         """See the module function: tolerances between an honest central difference and a written-down slope."""
@@ -396,13 +426,19 @@ def size_nudges(seed: int, batch_seed: int, scenario: str, settings: Any) -> Nud
     rules = Rules(terms, curvature, extra)
     remat_shift = float(np.max(np.abs(extra * unit))) / float(np.max(np.abs(plain)))
     curvature_shift = float(np.max(np.abs(plain - base))) / size
-    # evaluations: along the path the squares follow as x moves along (1,...,1) (true derivatives: values are JAX's).
+    # evaluations: the last layer's pre-activations along the path they follow as x moves along (1,...,1) (true
+    # derivatives: the values are JAX's), lifted so that the sum of squares moves by scale * t.
     h, dh = activations(w, x), [np.ones(WIDTH)]
-    for i in range(1, LAYERS + 1):
+    for i in range(1, LAYERS):
         dh.append((1.0 - h[i] ** 2) * (w @ dh[-1]))
-    center, path = h[-1] ** 2, 2.0 * h[-1] * dh[-1]
-    scale = _value_budget(float(gradient(w, x, rules).sum()), settings) * rng.uniform(0.9, 1.0) * rng.choice([-1.0, 1.0])
-    rules = Rules(terms, curvature, extra, ValueChange(center, path, scale, 4.0 * settings.eps_max, 0.5))
+    center, path = w @ h[-2], w @ dh[-1]
+    lift = h[-1] / (2.0 * float(h[-1] @ h[-1]))
+    # the lesson's finite-vs-automatic assertion also holds the central difference's own truncation error, largest at
+    # the largest sensible step: the change gets the share that leaves (honest code must keep passing it)
+    truncation = abs(central_difference(w, x, np.ones(WIDTH), settings.eps_max) - float(g.sum()))
+    budget = max(_value_budget(float(gradient(w, x, rules).sum()), settings) - truncation, 0.0)
+    scale = budget * rng.uniform(0.9, 1.0) * rng.choice([-1.0, 1.0])
+    rules = Rules(terms, curvature, extra, ValueChange(center, path, lift, scale, 4.0 * settings.eps_max, 0.5))
     lesson_step = 1e-3
     signal = abs(central_difference(w, x, np.ones(WIDTH), lesson_step, rules)
                  - central_difference(w, x, np.ones(WIDTH), lesson_step))
@@ -419,10 +455,11 @@ def scenario_parameters(scenario: str, seed: int, batch_seed: int, settings: Any
     change = rules.change
     assert change is not None
     if scenario not in CHANGED_SCENARIOS:
-        rules, change = Rules(), ValueChange(change.center, change.path, 0.0, change.span, change.across)
+        rules, change = Rules(), ValueChange(change.center, change.path, change.lift, 0.0, change.span, change.across)
     return {"slope_terms": [list(term) for term in rules.terms], "tanh_curvature": rules.curvature,
             "checkpoint_curvature": rules.checkpoint_curvature, "center": change.center.tolist(),
-            "path": change.path.tolist(), "scale": change.scale, "span": change.span, "across": change.across}
+            "path": change.path.tolist(), "lift": change.lift.tolist(), "scale": change.scale, "span": change.span,
+            "across": change.across}
 
 
 def finite_separation(oracle: Oracle, eps: float, settings: Any, unit: float = SINGLE) -> float:
@@ -451,12 +488,13 @@ def separates(nudges: Nudges, oracle: Oracle, settings: Any) -> bool:
     wanted = settings.separation
     steps = [eps for eps in PROBE_STEPS if settings.eps_min <= eps <= settings.eps_max]
     change = nudges.rules.change
-    v = np.linspace(-1.0, 1.0, WIDTH)
-    # other sums a file makes of 16 numbers (a gradient's entries, an HVP's, their squares) stay exact
-    others = [oracle.gradient, oracle.autodiff_gradient, oracle.hvp(v), oracle.hvp(v, True), oracle.x]
-    if change is not None and any(change.of(a) != 0.0 for o in others for a in (o, o * o, np.abs(o))):
-        return False
-    return (nudges.slope_shift >= wanted * settings.automatic_tolerance
+    # every tanh a derivative at the lesson's point evaluates stays exact there (its layers' pre-activations lie
+    # outside the window, the last layer's at t = 0): autodiff, HVPs and every other value at x are JAX's own
+    if change is not None:
+        h = activations(oracle.w, oracle.x)
+        if any(np.any(change.shift(oracle.w @ h[i]) != 0.0) for i in range(LAYERS)):
+            return False
+    return (nudges.slope_shift * float(np.sum(np.abs(oracle.autodiff_gradient))) >= wanted * oracle.automatic_tolerance(settings)
             and nudges.remat_shift >= wanted * settings.hvp_tolerance
             and nudges.curvature_shift >= wanted * settings.hvp_tolerance
             and all(finite_separation(oracle, eps, settings) >= wanted for eps in steps)

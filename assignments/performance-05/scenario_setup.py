@@ -18,8 +18,10 @@ and leaving no name, identity, attribute, residual text or compiled buffer chang
   rematerialized function being differentiated (so the rematerialized objective's HVP differs from the ordinary
   one's, whichever way it was checkpointed).
 - `nudge_objective_values` changes what evaluating the objective returns, near the lesson's point, by an amount
-  no derivative rule contains: a central difference of real evaluations follows it; the exact slope, autodiff, a
-  Taylor model or a re-implementation of the objective does not.
+  no derivative rule contains, in the result of the one nonlinear primitive every evaluation passes through (tanh,
+  on the last layer's pre-activations near their path): a central difference of real evaluations follows it,
+  wherever its final sum runs (JAX, NumPy, a Python loop, a column product); the exact slope, autodiff, a Taylor
+  model or a re-implementation of the layers in NumPy does not.
 - `offset_memory_analysis` / `vary_memory_analysis`: the compiler's byte figures are offset by amounts nobody can
   know in advance (equal figures stay equal), and in the variant one executable of each pair has no analysis.
 
@@ -233,6 +235,7 @@ def nudge_derivative_rules(slope_terms, tanh_curvature, checkpoint_curvature, **
 
     tanh_remat_p = lax_internal.standard_unop(lax_internal._float | lax_internal._complex, "tanh")
     mlir.register_lowering(tanh_remat_p, mlir._lowerings[tanh_p].rule)
+    _ORIGINALS["tanh_twins"] = [tanh_remat_p]   # nudge_objective_values changes what evaluating it returns too
     core.pp_eqn_rules[tanh_remat_p] = core.pp_eqn_rules[tanh_p]
     plain_bend = float(tanh_curvature)
     remat_bend = float(tanh_curvature) + float(checkpoint_curvature)
@@ -284,71 +287,47 @@ def nudge_derivative_rules(slope_terms, tanh_curvature, checkpoint_curvature, **
     ad.primitive_jvps[remat_p] = remat_jvp
 
 
-def nudge_objective_values(center, path, scale, span, across, **_):
+def nudge_objective_values(center, path, lift, scale, span, across, **_):
     """Change what evaluating the objective returns, by an amount no derivative rule contains (see the module
     docstring); oracle.Rules models exactly this.
 
-    A sum of a 16-entry slice of positive numbers near the objective's own squares at the lesson's point, a* =
-    `center` (reduce_sum's lowering, so eager, jit and vmap evaluations alike), returns sum + scale * t * window,
-    where t = <a - a*, path> / |path|^2 is the position along the path a* + t * path that the squares follow when
-    x moves along (1,...,1), and the window (zero far from that path) keeps every other sum exact. Tangents and
-    Taylor series are summed exactly: the derivative rules never see the change, so only a difference quotient of
-    real evaluations of the objective follows it."""
+    The tanh primitive's result (its lowering, so eager, jit, vmap, scan and every rematerialized copy alike) on a
+    16-entry vector z of pre-activations near the last layer's at the lesson's point, z* = `center`, is
+    tanh(z) + scale * t * window * lift, where t = <z - z*, path> / |path|^2 is the position along the path z* + t *
+    path that the last layer's pre-activations follow when x moves along (1,...,1), `lift` turns that into a change
+    of scale * t of the objective's sum of squares however it is summed afterwards (in JAX, NumPy, a Python loop, a
+    column product), and the window (zero far from that path) keeps every other tanh exact. At the lesson's point
+    itself t = 0: every derivative taken there is JAX's own, and the derivative rules never see the change, so only
+    a difference quotient of real evaluations of the objective follows it."""
     import functools
     import sys
 
     import numpy as np
     from jax import lax
-    from jax._src import core, source_info_util, traceback_util
-    from jax._src.interpreters import ad, batching, mlir
-    from jax._src.lax import lax as lax_internal
-    from jax._src.lax import utils as lax_utils
+    from jax._src import source_info_util, traceback_util
+    from jax._src.interpreters import mlir
     from jax._src.lib.mlir.dialects import hlo
-    from jax.experimental import jet
 
     _exclude_own_frames(source_info_util, traceback_util, sys._getframe().f_code.co_filename)
     center64 = np.asarray(center, dtype=np.float64)
     path64 = np.asarray(path, dtype=np.float64)
+    lift64 = np.asarray(lift, dtype=np.float64)
     width = len(center64)
     path_norm2, center_norm2 = float(path64 @ path64), float(center64 @ center64)
     scale, span2, across2 = float(scale), float(span) ** 2, float(across) ** 2
-    reduce_sum_p = lax.reduce_sum_p
-    original = _ORIGINALS.setdefault("reduce_sum_lowering", mlir._lowerings[reduce_sum_p].rule)
+    tanh_p = lax.tanh_p
+    original = _ORIGINALS.setdefault("tanh_lowering", mlir._lowerings[tanh_p].rule)
 
-    exact_sum_p = lax_utils.standard_primitive(
-        lax_internal._reduce_op_shape_rule, lax_internal._reduce_sum_dtype_rule, "reduce_sum",
-        sharding_rule=lax_internal._reduce_sum_sharding_rule,
-        vma_rule=functools.partial(core.standard_vma_rule, "reduce_sum"), ur_rule=lax_internal._reduce_sum_ur_rule)
-    mlir.register_lowering(exact_sum_p, original)
-    batching.defreducer(exact_sum_p)
-    ad.deflinear2(exact_sum_p, lax_internal._reduce_sum_transpose_rule)
-
-    def reduce_sum_jvp(primals, tangents, **params):
-        out = reduce_sum_p.bind(primals[0], **params)
-        if type(tangents[0]) is ad.Zero:
-            return out, ad.p2tz(out)
-        return out, exact_sum_p.bind(ad.instantiate_zeros(tangents[0]), **params)
-
-    ad.primitive_jvps[reduce_sum_p] = reduce_sum_jvp
-
-    def exact_series(primals_in, series_in, primitive, **params):
-        return primitive.bind(primals_in[0], **params), [exact_sum_p.bind(term, **params) for term in series_in[0]]
-
-    jet.jet_rules[reduce_sum_p] = functools.partial(exact_series, primitive=reduce_sum_p)
-    jet.jet_rules[exact_sum_p] = functools.partial(exact_series, primitive=exact_sum_p)
-
-    def change(x, *, axes):
-        """What evaluating adds to a sum over `axes` of x (16 entries a slice). Its own sums are exact ones, so
-        lowering it meets neither changed rule again."""
-        dtype = x.dtype
-        keep = [d for d in range(x.ndim) if d not in axes]
-        order = tuple(keep) + tuple(axes)
-        y = x if order == tuple(range(x.ndim)) else lax.transpose(x, order)
-        y = lax.reshape(y, tuple(x.shape[d] for d in keep) + (width,))
+    def change(z, *, axis):
+        """What evaluating tanh adds to z's result: each vector of 16 entries along `axis` (a row, a column, or the
+        vectors of a batch, wherever vmap put the batch) is one vector of pre-activations."""
+        dtype = z.dtype
+        order = tuple(d for d in range(z.ndim) if d != axis) + (axis,)
+        y = z if order == tuple(range(z.ndim)) else lax.transpose(z, order)
         last = (y.ndim - 1,)
 
-        def total(z):
-            return exact_sum_p.bind(z, axes=last, out_sharding=None)
+        def total(value):
+            return lax.reduce_sum_p.bind(value, axes=last, out_sharding=None)
 
         d = lax.sub(y, lax.broadcast_in_dim(center64.astype(dtype), y.shape, last))
         t = lax.mul(total(lax.mul(d, lax.broadcast_in_dim(path64.astype(dtype), y.shape, last))),
@@ -359,46 +338,30 @@ def nudge_objective_values(center, path, scale, span, across, **_):
         along = lax.max(lax.sub(one, lax.mul(lax.mul(t, t), np.asarray(1.0 / span2, dtype))), zero)
         aside = lax.max(lax.sub(one, lax.mul(off, np.asarray(1.0 / across2, dtype))), zero)
         window = lax.mul(lax.mul(lax.mul(along, along), along), lax.mul(lax.mul(aside, aside), aside))
-        value = lax.mul(lax.mul(t, window), np.asarray(scale, dtype))
-        positive = lax.gt(lax.reduce_min(y, last), zero)
-        return lax.select(positive, value, lax.full_like(value, 0))
+        amount = lax.mul(lax.mul(t, window), np.asarray(scale, dtype))
+        shift = lax.mul(lax.broadcast_in_dim(amount, y.shape, tuple(range(y.ndim - 1))),
+                        lax.broadcast_in_dim(lift64.astype(dtype), y.shape, last))
+        if order == tuple(range(z.ndim)):
+            return shift
+        return lax.transpose(shift, tuple(order.index(d) for d in range(z.ndim)))
 
     def changed_dtype(aval):
         return str(aval.dtype) in ("float32", "float64")
 
-    def lowering(ctx, x, *, axes, **params):
-        out = original(ctx, x, axes=axes, **params)
+    def lowering(ctx, x, **params):
+        out = original(ctx, x, **params)
         aval = ctx.avals_in[0]
-        size = 1
-        for axis in axes:
-            size *= int(aval.shape[axis])
-        if size != width or not changed_dtype(aval):
+        shape = tuple(int(n) for n in aval.shape)
+        axes = [d for d, n in enumerate(shape) if n == width]
+        if not changed_dtype(aval) or not axes:
             return out
-        extra = mlir.lower_fun(functools.partial(change, axes=tuple(axes)), multiple_results=False)(ctx, x)
+        axis = len(shape) - 1 if shape[-1] == width else axes[0]
+        extra = mlir.lower_fun(functools.partial(change, axis=axis), multiple_results=False)(ctx, x)
         return [hlo.add(out[0], extra[0] if isinstance(extra, (list, tuple)) else extra)]
 
-    def inner_product(original_dot):
-        """`h @ h`, `jnp.dot(h, h)`, `jnp.vdot(h, h)`: the same sum of squares, written as a product of two
-        16-entry vectors (a tangent times a value has entries of both signs and is left alone)."""
-        def dot_lowering(ctx, lhs, rhs, *, dimension_numbers, **params):
-            out = original_dot(ctx, lhs, rhs, dimension_numbers=dimension_numbers, **params)
-            left, right = ctx.avals_in
-            if (left.shape != (width,) or right.shape != (width,) or not changed_dtype(left)
-                    or left.dtype != right.dtype or tuple(map(tuple, dimension_numbers[0])) != ((0,), (0,))):
-                return out
-            extra = mlir.lower_fun(lambda a, b: change(lax.mul(a, b), axes=(0,)), multiple_results=False)(ctx, lhs, rhs)
-            return [hlo.add(out[0], extra[0] if isinstance(extra, (list, tuple)) else extra)]
-
-        return dot_lowering
-
-    dot_general_p = lax.dot_general_p
-    common_dot = _ORIGINALS.setdefault("dot_general_lowering", mlir._lowerings[dot_general_p].rule)
-    mlir.register_lowering(dot_general_p, inner_product(common_dot))
-    cpu_dot = mlir._platform_specific_lowerings["cpu"].get(dot_general_p)
-    if cpu_dot is not None:
-        cpu_dot = _ORIGINALS.setdefault("dot_general_cpu_lowering", cpu_dot.rule)
-        mlir.register_lowering(dot_general_p, inner_product(cpu_dot), platform="cpu")
-    mlir.register_lowering(reduce_sum_p, lowering)
+    mlir.register_lowering(tanh_p, lowering)
+    for twin in _ORIGINALS.get("tanh_twins", []):   # the tanh a rematerialized function's derivative evaluates
+        mlir.register_lowering(twin, lowering)
 
 
 def _exclude_own_frames(source_info_util, traceback_util, filename):
@@ -410,26 +373,43 @@ def _exclude_own_frames(source_info_util, traceback_util, filename):
         traceback_util.register_exclusion(filename)
 
 
-def offset_memory_analysis(batch_seed, **_):
+def offset_memory_analysis(batch_seed, width, layers, **_):
     """Behave like a backend with its own reporting conventions: `Compiled.memory_analysis()` returns the real
     analysis with every byte figure offset by an amount nobody can know before the run (reported_memory)."""
-    _replace_memory_analysis(batch_seed, hide_one=False)
+    _replace_memory_analysis(batch_seed, False, width, layers)
 
 
-def vary_memory_analysis(seed, **_):
+def vary_memory_analysis(seed, width, layers, **_):
     """Behave like a backend whose memory analysis is partial and unfamiliar: `Compiled.memory_analysis()`
-    returns None for one executable of each pair and, for the other, figures unlike the real ones
-    (reported_memory). Executables are numbered in the order their analysis is first asked for; asking again gives
-    the same answer."""
-    _replace_memory_analysis(seed, hide_one=True)
+    returns None for one of the lesson's two gradient programs and, for the other, figures unlike the real ones
+    (reported_memory). Which is which is decided by what the executable computes (`lesson_position`), never by when
+    its analysis was asked for: an extra analysis of another program, in any order, changes nothing."""
+    _replace_memory_analysis(seed, True, width, layers)
 
 
-def _replace_memory_analysis(memory_key, hide_one):
+def lesson_position(compiled, width, layers):
+    """Which of the lesson's pair an executable is, read from its own program: 0, a gradient (one vector of `width`
+    entries out) that evaluates tanh once per layer (the ordinary objective's); 1, one that evaluates some tanh
+    again (a rematerialized objective's); None, any other program (a forward pass, an HVP, ...), which is never
+    the hidden one."""
+    import re
+
+    import jax
+
+    leaves = jax.tree_util.tree_leaves(compiled.out_info)
+    if len(leaves) != 1 or int(getattr(leaves[0], "size", 0)) != width:
+        return None
+    count = len(re.findall(r"\btanh\(", compiled.as_text() or ""))
+    if count < layers:
+        return None
+    return 0 if count == layers else 1
+
+
+def _replace_memory_analysis(memory_key, hide_one, width, layers):
     import jax.stages
 
     original = jax.stages.Compiled.memory_analysis
-    analysed = []      # executables in order of first request, kept alive so identity stays meaningful
-    answers = []
+    answers = {}       # id of an analysed executable -> (the executable, kept alive so its id stays its, answer)
 
     def memory_analysis(self, *args, **kwargs):
         real = original(self, *args, **kwargs)
@@ -439,17 +419,20 @@ def _replace_memory_analysis(memory_key, hide_one):
             return real
 
     def reported(self, real):
-        for index, known in enumerate(analysed):
-            if known is self:
-                return answers[index]
-        index = len(analysed)
-        analysed.append(self)
+        known = answers.get(id(self))
+        if known is not None and known[0] is self:
+            return known[1]
+        try:
+            position = lesson_position(self, width, layers)
+        except Exception:
+            position = None
         figures = None
         if real is not None:
             counts = {name: getattr(real, name) for name in BYTE_FIELDS if isinstance(getattr(real, name, None), int)}
-            figures = reported_memory(counts, memory_key, index, hide_one)
+            figures = reported_memory(counts, memory_key, 2 if position is None else position,
+                                      hide_one and position is not None)
         answer = None if figures is None else ReportedMemory(figures, getattr(real, "serialized_buffer_assignment_proto", b""))
-        answers.append(answer)
+        answers[id(self)] = (self, answer)
         return answer
 
     memory_analysis.__name__ = "memory_analysis"

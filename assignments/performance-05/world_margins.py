@@ -33,7 +33,7 @@ def margins(oracle, settings, automatic: float, finite: float, eps: float, hvp_p
     from grader.api.methods import relative_error
 
     gradient = oracle.autodiff_gradient
-    auto_tol = settings.automatic_tolerance * float(np.sum(np.abs(gradient)))
+    auto_tol = oracle.automatic_tolerance(settings)
     units = settings.finite_noise_float32
     finite_tol = oracle.finite_noise(eps, units, float(np.finfo(np.float32).eps))
     v = np.asarray(direction, dtype=np.float64)

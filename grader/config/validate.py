@@ -40,7 +40,8 @@ ASSIGNMENT_KEYS = {"id": "", "title": "", "solution": "solutions/<id>.py (the re
                    "seed_parameter": '"lesson_seed" (the [parameters] entry holding the lesson\'s RNG seed)',
                    "solution_is_public": "true when the lesson page itself shows the solution (false by default)",
                    "method_sampler": "assignments/<id>/method_sampler.py (common honest forms, warming large batches)",
-                   "method_sampler_min_submissions": "20 (the smallest batch the sampler warms)"}
+                   "method_sampler_min_submissions": "20 (the smallest batch the sampler warms)",
+                   "fact_setup": '["nudge_...", ...] (baseline set-up functions the reference facts are measured with)'}
 ASSIGNMENT_REQUIRED = ("solution", "max_submission_bytes", "contract", "seed_parameter")
 SCENARIO_KEYS = ("description", "setup", "fresh_seed", "failure_hint")
 GROUP_KEYS = ("points", "title")
@@ -127,6 +128,7 @@ def config_problems(config: dict[str, Any], folder_name: str) -> list[str]:
                  "e.g. 1e-5" for name, value in tolerances.items() if not (_number(value) and value >= 0)]
     scenarios = config["scenarios"]
     problems += _scenario_problems(scenarios)
+    problems += _fact_setup_problems(config["assignment"].get("fact_setup", []), scenarios)
     problems += _check_problems(config["checks"], config["groups"], scenarios, contract)
     problems += _limit_problems(config.get("limits", {}))
     problems += _small_table_problems(config, contract)
@@ -169,6 +171,15 @@ def _assignment_problems(info: dict, parameters: dict, folder_name: str) -> tupl
         problems.append(f"[parameters] {seed} = {parameters[seed]!r}: the seed parameter must be a whole number; "
                         "set it to the seed the lesson uses")
     return contract, problems
+
+
+def _fact_setup_problems(fact_setup: object, scenarios: dict) -> list[str]:
+    baseline = scenarios.get("baseline") if isinstance(scenarios, dict) else None
+    setup = baseline.get("setup", []) if isinstance(baseline, dict) else []
+    if _string_list(fact_setup) and all(isinstance(fact_setup, list) and name in setup for name in fact_setup):
+        return []
+    return [f"[assignment] fact_setup = {fact_setup!r}: must list set-up functions of [scenarios.baseline] setup (those "
+            "that change the programs the reference facts describe, never one whose effect the oracle applies itself)"]
 
 
 def _scenario_problems(scenarios: dict) -> list[str]:

@@ -239,9 +239,12 @@ class WarmState:
         return isinstance(payload.get("facts"), dict) and all(n in payload["facts"] for n in self._fact_names())
 
     def _measure_facts(self) -> dict[str, Any]:
-        """The facts as the installed JAX gives them: the baseline run without its set-up functions (a scenario may
-        change what the compiler reports; the oracle applies those changes to these facts itself)."""
-        baseline = dataclasses.replace(self.assignment.scenarios["baseline"], setup=())
+        """The facts as the installed JAX gives them: the baseline run with only the set-up functions that change the
+        programs themselves (`[assignment] fact_setup`: a changed lowering changes the compiled buffers every run
+        reports), never those whose effect the oracle applies to the facts itself (what the compiler reports)."""
+        keep = set(self.assignment.config["assignment"].get("fact_setup", []))
+        scenario = self.assignment.scenarios["baseline"]
+        baseline = dataclasses.replace(scenario, setup=tuple(name for name in scenario.setup if name in keep))
         frames = self._run_reference(baseline, self.assignment.lesson_seed, None, None)[0]
         missing = [name for name in self._fact_names() if name not in frames]
         if missing:
