@@ -17,6 +17,7 @@ from pathlib import Path
 from grader import __version__
 from grader.authoring.build import BuildError, build
 from grader.authoring.new_lesson import NewLessonError, new_lesson
+from grader.cli.adjust import add_commands, adjust_command, explain_command
 from grader.cli.batch import grade_folder
 from grader.cli.similar import add_similarity_options, options_from, own_class_among, similar_command
 from grader.cli.trial import trial_grading
@@ -81,11 +82,15 @@ def main(argv: list[str] | None = None) -> int:
     validate_cmd.add_argument("--cache-dir", type=Path, help=CACHE_HELP)
     validate_cmd.add_argument("--allow-weak-isolation", action="store_true", help=WEAK_OPTION_HELP)
 
+    add_commands(commands)   # adjust, explain: the instructor's, on a results folder (no assignment, no grading)
+
     args = parser.parse_args(argv)
     if getattr(args, "cache_dir", None):
         use_cache_dir(args.cache_dir)     # for this command and every command it starts
     if args.command == "new":
         return _new(args)
+    if args.command in ("adjust", "explain"):
+        return adjust_command(args) if args.command == "adjust" else explain_command(args)
     try:
         which = _which_assignment(args)
     except ConfigError as error:   # which assignment is a usage question, for every command: exit 2
@@ -249,6 +254,8 @@ def _grade(assignment, args) -> int:
           f"{len(result.records) - len(graded) - len(failed)} error, {len(failed)} not graded through the grader's fault, "
           f"{result.reused} reused) in {result.seconds:.1f} s; class grades in {out / 'grades.csv'}")
     print(summary_table(result.records, assignment.groups))
+    for line in result.adjustments.lines():   # the instructor's adjustments: applied, and those held back
+        print(f"adjustments: {line}")
     for warning in result.warnings:
         print(f"canvas: {warning}")
     for note in result.notes:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import copy
 from dataclasses import dataclass, field
+from typing import Any
 
 from grader.model.record import AppliedAdjustment, Autograde, PendingAdjustment, Record
 from grader.model.verdicts import FULL_SCORE_SLACK, grader_fault
@@ -149,3 +150,34 @@ def summarize(records: list[Record], adjustments: list[Adjustment]) -> ClassAdju
             summary.total_change = round(summary.total_change + sum(a["delta"] for a in applied), 6)
     summary.orphans = [a for a in adjustments if a.student not in students]
     return summary
+
+
+def student_lines(record: Record, visibilities: tuple[str, ...]) -> list[dict[str, str]]:
+    """The applied adjustments as a student reads them (target, change, reason as the instructor wrote it; a hidden
+    check is not named). Text is raw: each writer escapes it for its format."""
+    visible = {c["id"] for c in record.get("checks", []) if c.get("visibility") in visibilities}
+    lines = []
+    for a in record.get("adjustments", []):
+        check = a.get("check")
+        target = "your whole submission" if check is None else (f"check `{check}`" if check in visible else "a hidden check")
+        lines.append({"target": target, "change": describe(a), "delta": f"{a['delta']:+g}", "reason": a["reason"]})
+    return lines
+
+
+def autograde_score(record: Record) -> float:
+    """The grader's own total (the record's score when no adjustment changed it)."""
+    kept = record.get("autograde")
+    return float(kept["score"]) if kept else float(record["score"])
+
+
+def class_rows(records: list[Record]) -> dict[str, Any]:
+    """report.html's section: how many submissions were adjusted and by how much, every adjustment, every pending one."""
+    applied: list[dict[str, Any]] = [{"id": r["submission"], "check": a.get("check") or "whole submission", "change": describe(a),
+                "delta": a["delta"], "reason": a["reason"], "who": a.get("who", ""), "when": a.get("when", "")}
+               for r in records for a in r.get("adjustments", [])]
+    pending = [{"id": r["submission"], "check": a.get("check") or "whole submission", "change": describe(a),
+                "why": a["why"], "reason": a["reason"]} for r in records for a in r.get("pending_adjustments", [])]
+    adjusted = [r for r in records if r.get("adjustments")]
+    return {"applied": applied, "pending": pending, "n_adjusted": len(adjusted),
+            "total_change": round(sum(a["delta"] for a in applied), 6),
+            "mean_change": round(sum(a["delta"] for a in applied) / len(adjusted), 6) if adjusted else 0.0}
