@@ -143,6 +143,8 @@ def explanation_text(record: Record, check_ids: list[str]) -> str:
              f"{record['status']}, variant seed {record.get('variant_seed')}"]
     if record.get("grader_error"):
         lines.append("The grader could not grade this record (its own fault): see grader_error in the record.")
+    lines += [f"Adjustment NOT applied ({a.get('check') or WHOLE}, {a['kind']} {a['points']:g}): {a['why']}"
+              for a in record.get("pending_adjustments", [])]
     if not explanations:
         lines.append("This record keeps no per-world explanations (graded before they were kept, or not run): "
                      "`grader grade --regrade` keeps them. Each check's feedback follows.")
