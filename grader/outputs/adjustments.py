@@ -8,8 +8,8 @@ output, and the autograde is never lost: the record keeps it under `autograde`, 
 Nothing is applied blindly: an adjustment made for another version of the file (its `sha256`), one naming a check
 the assignment no longer has, or one that would leave a score outside 0..max is held back (pending) until the
 instructor confirms it (`grader adjust ... --confirm`); a record the grader could not grade gets none.
-`apply` is a pure function of the record and the adjustments, and `autograded` undoes it, so re-applying is
-idempotent.
+`apply` is a pure function of the record and the adjustments (it returns the record itself when it has nothing to
+apply or undo), and `autograded` undoes it, so re-applying is idempotent.
 """
 
 from __future__ import annotations
@@ -42,8 +42,10 @@ def autograded(record: Record) -> Record:
 def apply(record: Record, adjustments: list[Adjustment]) -> Record:
     """`record`'s autograde with this submission's adjustments applied (checks first, in the file's order, then the
     whole submission), and those that cannot be applied as they stand listed as pending."""
+    mine = [a for a in adjustments if a.student == record["submission"]]
+    if not mine and not any(key in record for key in KEYS):
+        return record   # nothing to apply or undo: the very record (no copy)
     base = autograded(record)
-    mine = [a for a in adjustments if a.student == base["submission"]]
     if not mine:
         return base
     if grader_fault(base):
