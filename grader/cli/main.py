@@ -1,7 +1,8 @@
 """Command line: `grader grade DIR` for a class, `grader check FILE` for one student's immediate feedback,
 `grader build` to regenerate the student starters from the reference solution, `grader validate` to check an
 assignment's configuration and that its reference solution scores full marks, `grader new LESSON` to start a
-lesson from a working skeleton.
+lesson from a working skeleton; `grader adjust` records an instructor's decision about a score (applied by every
+`grader grade`) and `grader explain` says what each check compared in each world (grader/cli/adjust.py).
 
 Every command that grades or builds takes the assignment explicitly (an id, or the path of its folder) or infers
 it when exactly one exists under `<root>/assignments/`; with several, it stops and lists them."""
