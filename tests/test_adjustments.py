@@ -260,3 +260,12 @@ def test_the_file_round_trips_and_names_the_line_of_each_problem():
                        ('[[adjustment]]\nstudent = "a"\nkind = "set"\npoints = 1\n', 1)):
         with pytest.raises(AdjustmentsError, match=f"line {line}"):
             parse(text)
+
+
+def test_a_re_run_with_the_same_adjustments_rewrites_no_record(adjusted, project, tmp_path):
+    out, _ = adjusted
+    copy, out = copy_of(project, out, tmp_path)
+    before = {p.name: p.stat().st_mtime_ns for p in out.glob("*.json")}
+    assert grade(copy, out) == 0
+    assert {p.name: p.stat().st_mtime_ns for p in out.glob("*.json")} == before
+    assert record(out, "wrong_value")["score"] == 3
