@@ -164,6 +164,8 @@ def explanation_text(record: Record, check_ids: list[str]) -> str:
             lines.append("      feedback: " + _indented(str(entry.get("feedback", "")), 16))
             for name, value in (entry.get("values") or {}).items():
                 lines.append(f"      student's {name}: {_shown(value)}")
+            for key, value in (entry.get("settings") or {}).items():
+                lines.append(f"      setting {key} (assignment.toml): {_shown(value)}")
             for key, value in (entry.get("details") or {}).items():
                 lines.append(f"      {key}: {_shown(value)}")
     return "\n".join(lines)

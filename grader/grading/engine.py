@@ -32,7 +32,7 @@ from typing import Any
 from grader.common.text import clip
 from grader.config.assignment import Assignment, CheckSpec
 from grader.grading.check_budget import RECORD_LOCK, Budget
-from grader.grading.explanations import read_values, scenario_explanation
+from grader.grading.explanations import read_values, recording_settings, scenario_explanation
 from grader.grading.faults import errors_only_in, grader_faults, reported_faults  # noqa: F401 -- imported from here too
 from grader.grading.missing import why_missing
 from grader.intake.regions import RegionLines, region_lines
@@ -80,6 +80,7 @@ class RunView:
         self.seed = snapshot.seed
         self.provenance = Provenance(snapshot, bindings or {}, exercise_bindings, regions)
         self.details: dict[str, Any] = {}   # what the running check attached with `explain` (reset per check)
+        self.settings_read: dict[str, Any] = {}   # the settings it read (set by `evaluate`)
 
     def explain(self, **details: Any) -> None:
         """Attach what this check compares in this run, for the instructor's `grader explain` only (never shown to a
@@ -218,6 +219,7 @@ def evaluate(function, spec: CheckSpec, view: RunView, oracle: Any, settings: An
     Student values that a check cannot use fail through assertions (grader.api.values raises AssertionError with
     a sentence for the student); anything else is judged by `run_checks`."""
     missing: list[Missing] = []
+    settings, view.settings_read = recording_settings(settings)   # the tolerances it compares with, for `grader explain`
     try:
         missing = _missing(spec, view)
         if missing and not spec.function.startswith(BUILTIN):
@@ -317,7 +319,8 @@ def run_checks(assignment: Assignment, snapshots: dict[str, Snapshot], oracles: 
                         feedback = _charged_feedback(spec, bug, on_reference is not None)
                 outcomes.append((scenario, fraction, feedback))
                 explained[scenario] = scenario_explanation(fraction, feedback, read_values(spec.needs, views[scenario]),
-                                                           views[scenario].details, views[scenario].seed)
+                                                           views[scenario].details, views[scenario].seed,
+                                                           views[scenario].settings_read)
             results.append(_combine(assignment, spec, outcomes, snapshots, bugs, charged))
             results[-1].explanation = explained
     return results

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 import numbers
+import types
 from collections.abc import Sequence
 from typing import Any
 
@@ -60,11 +61,33 @@ def plain_details(details: dict[str, Any]) -> dict[str, Any]:
     return {clip(str(key), 80): summary(value) for key, value in list(details.items())[:MAX_DETAILS]}
 
 
+def recording_settings(settings: Any) -> tuple[Any, dict[str, Any]]:
+    """(the assignment's settings as a check receives them, the parameters and tolerances it read from them): so every
+    check's explanation names the tolerances it compared with, whether or not it attaches anything itself. A copy:
+    what a check does to it stays with that call."""
+    if not isinstance(settings, types.SimpleNamespace):
+        return settings, {}
+    read: dict[str, Any] = {}
+    names = frozenset(vars(settings))
+
+    class Settings(types.SimpleNamespace):
+        def __getattribute__(self, name: str) -> Any:
+            value = object.__getattribute__(self, name)
+            if name in names:
+                read[name] = value
+            return value
+
+    return Settings(**vars(settings)), read
+
+
 def scenario_explanation(fraction: float, feedback: str, values: dict[str, Any], details: dict[str, Any],
-                         seed: int | None) -> dict[str, Any]:
-    """One check in one world: its fraction, its feedback there, the student's values it read, the check's details."""
+                         seed: int | None, settings: dict[str, Any] | None = None) -> dict[str, Any]:
+    """One check in one world: its fraction, its feedback there, the student's values it read, the settings (tolerances,
+    parameters) it read, the check's details."""
     entry: dict[str, Any] = {"score_fraction": round(float(fraction), 6), "feedback": clip(feedback, 2000),
                              "values": {name: summary(value) for name, value in values.items()}, "seed": seed}
+    if settings:
+        entry["settings"] = plain_details(settings)
     if details:
         entry["details"] = plain_details(details)
     return entry
