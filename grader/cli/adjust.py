@@ -149,7 +149,8 @@ def explanation_text(record: Record, check_ids: list[str]) -> str:
         lines.append("This record keeps no per-world explanations (graded before they were kept, or not run): "
                      "`grader grade --regrade` keeps them. Each check's feedback follows.")
     for check in (c for c in record["checks"] if c["id"] in check_ids):
-        auto = f" (autograde {autograde[check['id']]:g})" if check["id"] in autograde else ""
+        auto = (f" (autograde {autograde[check['id']]:g})"
+                if check["id"] in autograde and autograde[check["id"]] != check["score"] else "")
         lines += ["", f"== {check['id']} [{check['group']}, {check['visibility']}]: {check['score']:g} / "
                   f"{check['max_score']:g}{auto}"]
         lines += [f"   adjusted: {a['delta']:+g} by {a.get('who') or '?'} on {a.get('when') or '?'}: {a['reason']}"

@@ -2,9 +2,10 @@
 
 Why: a regrade request is decided from evidence, not from the grader's code. For every check and every scenario it
 ran in, the record keeps (under `explanations`, instructor only) the fraction it gave, the feedback it wrote in that
-world (a hidden check's included), the student's values of the names it reads, and whatever the check chose to
+world (a hidden check's included), the student's values of the names it reads, the settings it read (tolerances,
+parameters: `recording_settings`), and whatever the check chose to
 attach with `run.explain(key=value, ...)`: the oracle's value, the tolerance, which counterfactual a method check used
-and what the value followed. A lesson whose checks attach nothing is still explained by the first three.
+and what the value followed. A lesson whose checks attach nothing is still explained by the first four.
 
 Everything is bounded and plain: at most MAX_DETAILS details a check, each summarised in at most MAX_TEXT characters,
 so a record stays small whatever a run or a check holds.
