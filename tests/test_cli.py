@@ -42,6 +42,7 @@ def test_grade_examples_writes_a_record_for_every_entry(tmp_path):
         assert section is not None, f"grader explain says nothing of {spec.id}"
         for scenario in spec.scenarios:
             assert f"-- {scenario} world" in section and "feedback:" in section, (spec.id, scenario, section)
+    assert "setting hvp_tolerance (assignment.toml)" in explained.stdout   # the tolerance a check compared with
     for name in ("bob.feedback.md", "bob.feedback.html", "gradescope/bob.json"):
         assert "score_fraction" not in (out / name).read_text() and "explanations" not in (out / name).read_text()
     # ...and the instructor's decision, adjusted on one check, reaches the Canvas CSV on the next plain run
