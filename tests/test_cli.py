@@ -31,8 +31,32 @@ def test_grade_examples_writes_a_record_for_every_entry(tmp_path):
         assert (out / f"{record['submission']}.feedback.md").is_file()
         assert sum(g["score"] for g in record["groups"].values()) == record["score"]
 
+    # A regrade request, as the README answers it: `grader explain` says what every check compared in each world
+    from grader.config.assignment import load
+    explained = subprocess.run([*GRADER, "explain", "bob", "--out", str(out)], cwd=ROOT, capture_output=True,
+                               text=True, timeout=120)
+    assert explained.returncode == 0, explained.stderr
+    sections = explained.stdout.split("\n== ")[1:]
+    for spec in load("performance-05").checks:
+        section = next((s for s in sections if s.startswith(spec.id + " ")), None)
+        assert section is not None, f"grader explain says nothing of {spec.id}"
+        for scenario in spec.scenarios:
+            assert f"-- {scenario} world" in section and "feedback:" in section, (spec.id, scenario, section)
+    assert "setting hvp_tolerance (assignment.toml)" in explained.stdout   # the tolerance a check compared with
+    for name in ("bob.feedback.md", "bob.feedback.html", "gradescope/bob.json"):
+        assert "score_fraction" not in (out / name).read_text() and "explanations" not in (out / name).read_text()
+    # ...and the instructor's decision, adjusted on one check, reaches the Canvas CSV on the next plain run
+    before = records["bob"]["checks"]
+    central = next(c for c in before if c["id"] == "directional.central_difference")
+    assert central["score"] + 5 <= central["max_score"]
+    adjusted = subprocess.run([*GRADER, "adjust", "bob", "directional.central_difference", "+5", "--reason",
+                               "Partial credit", "--out", str(out)], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert adjusted.returncode == 0, adjusted.stderr
     again = subprocess.run([*GRADER, "grade", str(submissions)], cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert again.returncode == 0 and f"{len(entries)} unchanged since the last run" in again.stderr
+    assert "1 instructor adjustment(s) applied to 1 submission(s)" in again.stdout
+    canvas = {row[0]: row[-1] for row in csv.reader((out / "canvas.csv").open())}
+    assert float(canvas["bob"]) == records["bob"]["score"] + 5
 
 
 def test_check_prints_visible_feedback_for_one_file(tmp_path):

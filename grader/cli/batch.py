@@ -31,6 +31,9 @@ from grader.grading.world_check import MAX_REJECTED_WORLDS, WorldRejected, World
 from grader.intake.discovery import Submission, discover
 from grader.lms.canvas import Roster
 from grader.model.record import Record, record_from_json
+from grader.outputs.adjustments import ClassAdjustments, summarize
+from grader.outputs.adjustments_file import AdjustmentsError
+from grader.outputs.adjustments_file import read as read_adjustments
 from grader.outputs.batch_files import BatchFiles
 from grader.outputs.progress import Progress
 from grader.outputs.results_folder import claim
@@ -50,6 +53,7 @@ class BatchResult:
     warnings: list[str] = field(default_factory=list)     # Canvas: submissions without a student and the reverse
     problems: list[str] = field(default_factory=list)     # class files the grader could not write (its own fault)
     notes: list[str] = field(default_factory=list)        # worlds passed over because the reference fell short there
+    adjustments: ClassAdjustments = field(default_factory=ClassAdjustments)   # the instructor's, applied and pending
 
 
 def previous_record(out: Path, submission: Submission, assignment: Assignment) -> Record | None:
@@ -77,6 +81,10 @@ def grade_folder(assignment: Assignment, folder: Path, out: Path, workers: int |
     started = time.monotonic()
     folder, out = Path(folder).absolute(), Path(out).absolute()   # sandboxes bind these by path: never relative
     progress = progress if isinstance(progress, Progress) else (Progress.lines(progress) if progress else Progress())
+    try:   # before anything is written: a malformed file stops the batch and changes nothing
+        adjustments = read_adjustments(out)
+    except AdjustmentsError as error:
+        raise ConfigError(f"{error}; nothing was graded or changed") from None
     submissions = discover(folder, assignment.submission_filename,
                            assignment.max_submission_bytes, exclude=out)
     if not submissions:   # nothing to grade: write nothing (a header-only grades.csv beside old records would lie)
@@ -108,10 +116,10 @@ def grade_folder(assignment: Assignment, folder: Path, out: Path, workers: int |
             return remote.figures[record_seed]
         return WarmState(assignment, cache).figures(seed_map(assignment, record_seed), record_seed)
 
-    files = BatchFiles(out, assignment, figures_for)
+    files = BatchFiles(out, assignment, figures_for, adjustments)
     for submission, record in kept:
         try:
-            files.reused(record)
+            record = files.reused(record)
         except Exception:  # noqa: BLE001 -- its page cannot be drawn again: grade it again, never stop the class
             pending.append(submission)
             continue
@@ -170,6 +178,7 @@ def grade_folder(assignment: Assignment, folder: Path, out: Path, workers: int |
                                    {"variant_seed": seed, "seconds": time.monotonic() - started,
                                     "environment": environment()}, report)
     result.problems = files.problems
+    result.adjustments = summarize(result.records, adjustments)
     result.seconds = time.monotonic() - started
     return result
 
@@ -183,8 +192,7 @@ def _written(files: BatchFiles, record: Record, assignment: Assignment, submissi
     """Write a record's files. A failure writing them is that record's (the grader's own fault: it becomes an error
     record saying so, which `grader grade` reports with exit status 1 and a re-run grades again), never the batch's."""
     try:
-        files.graded(record)
-        return record
+        return files.graded(record)
     except Exception:  # noqa: BLE001 -- one student's files never stop the class
         detail = traceback.format_exc(limit=3).strip().splitlines()[-1]
         failed = error_record(assignment, submission, f"The grader could not write this submission's files ({detail}); "

@@ -1,7 +1,8 @@
 """Command line: `grader grade DIR` for a class, `grader check FILE` for one student's immediate feedback,
 `grader build` to regenerate the student starters from the reference solution, `grader validate` to check an
 assignment's configuration and that its reference solution scores full marks, `grader new LESSON` to start a
-lesson from a working skeleton.
+lesson from a working skeleton; `grader adjust` records an instructor's decision about a score (applied by every
+`grader grade`) and `grader explain` says what each check compared in each world (grader/cli/adjust.py).
 
 Every command that grades or builds takes the assignment explicitly (an id, or the path of its folder) or infers
 it when exactly one exists under `<root>/assignments/`; with several, it stops and lists them."""
@@ -17,6 +18,7 @@ from pathlib import Path
 from grader import __version__
 from grader.authoring.build import BuildError, build
 from grader.authoring.new_lesson import NewLessonError, new_lesson
+from grader.cli.adjust import add_commands, adjust_command, explain_command
 from grader.cli.batch import grade_folder
 from grader.cli.similar import add_similarity_options, options_from, own_class_among, similar_command
 from grader.cli.trial import trial_grading
@@ -81,11 +83,15 @@ def main(argv: list[str] | None = None) -> int:
     validate_cmd.add_argument("--cache-dir", type=Path, help=CACHE_HELP)
     validate_cmd.add_argument("--allow-weak-isolation", action="store_true", help=WEAK_OPTION_HELP)
 
+    add_commands(commands)   # adjust, explain: the instructor's, on a results folder (no assignment, no grading)
+
     args = parser.parse_args(argv)
     if getattr(args, "cache_dir", None):
         use_cache_dir(args.cache_dir)     # for this command and every command it starts
     if args.command == "new":
         return _new(args)
+    if args.command in ("adjust", "explain"):
+        return adjust_command(args) if args.command == "adjust" else explain_command(args)
     try:
         which = _which_assignment(args)
     except ConfigError as error:   # which assignment is a usage question, for every command: exit 2
@@ -249,6 +255,8 @@ def _grade(assignment, args) -> int:
           f"{len(result.records) - len(graded) - len(failed)} error, {len(failed)} not graded through the grader's fault, "
           f"{result.reused} reused) in {result.seconds:.1f} s; class grades in {out / 'grades.csv'}")
     print(summary_table(result.records, assignment.groups))
+    for line in result.adjustments.lines():   # the instructor's adjustments: applied, and those held back
+        print(f"adjustments: {line}")
     for warning in result.warnings:
         print(f"canvas: {warning}")
     for note in result.notes:

@@ -26,12 +26,13 @@ import math
 import numbers
 import traceback
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from grader.common.text import clip
 from grader.config.assignment import Assignment, CheckSpec
 from grader.grading.check_budget import RECORD_LOCK, Budget
+from grader.grading.explanations import read_values, recording_settings, scenario_explanation
 from grader.grading.faults import errors_only_in, grader_faults, reported_faults  # noqa: F401 -- imported from here too
 from grader.grading.missing import why_missing
 from grader.intake.regions import RegionLines, region_lines
@@ -60,6 +61,7 @@ class CheckResult:
     grader_error: str = ""     # for the instructor only: tracebacks of the check raising something other than an assertion
     unjudged: bool = False     # ...where that was a bug of the check's own (it raised alike on the reference's run):
                                # the grader could not judge this submission, so its record is the grader's fault
+    explanation: dict[str, Any] = field(default_factory=dict)   # scenario -> what it compared (instructor only)
 
     @property
     def passed(self) -> bool:
@@ -77,6 +79,13 @@ class RunView:
         self.scenario = snapshot.scenario
         self.seed = snapshot.seed
         self.provenance = Provenance(snapshot, bindings or {}, exercise_bindings, regions)
+        self.details: dict[str, Any] = {}   # what the running check attached with `explain` (reset per check)
+        self.settings_read: dict[str, Any] = {}   # the settings it read (set by `evaluate`)
+
+    def explain(self, **details: Any) -> None:
+        """Attach what this check compares in this run, for the instructor's `grader explain` only (never shown to a
+        student): e.g. `run.explain(student=value, oracle=expected, rtol=settings.rtol, followed="the nudged rule")`."""
+        self.details.update(details)
 
     def has(self, name: str) -> bool:
         try:
@@ -210,6 +219,7 @@ def evaluate(function, spec: CheckSpec, view: RunView, oracle: Any, settings: An
     Student values that a check cannot use fail through assertions (grader.api.values raises AssertionError with
     a sentence for the student); anything else is judged by `run_checks`."""
     missing: list[Missing] = []
+    settings, view.settings_read = recording_settings(settings)   # the tolerances it compares with, for `grader explain`
     try:
         missing = _missing(spec, view)
         if missing and not spec.function.startswith(BUILTIN):
@@ -283,8 +293,10 @@ def run_checks(assignment: Assignment, snapshots: dict[str, Snapshot], oracles: 
         for spec in assignment.checks:
             function = assignment.check_function(spec.function)
             outcomes, bugs, charged = [], {}, {}
+            explained: dict[str, Any] = {}
             for scenario in spec.scenarios:
                 fraction, feedback, bug = 0.0, "", None
+                views[scenario].details = {}
                 with Budget(limits.check_cpu_seconds, limits.check_memory_bytes) as budget:
                     try:
                         fraction, feedback = evaluate(function, spec, views[scenario], oracles[scenario],
@@ -306,7 +318,11 @@ def run_checks(assignment: Assignment, snapshots: dict[str, Snapshot], oracles: 
                         charged[scenario] = bug
                         feedback = _charged_feedback(spec, bug, on_reference is not None)
                 outcomes.append((scenario, fraction, feedback))
+                explained[scenario] = scenario_explanation(fraction, feedback, read_values(spec.needs, views[scenario]),
+                                                           views[scenario].details, views[scenario].seed,
+                                                           views[scenario].settings_read)
             results.append(_combine(assignment, spec, outcomes, snapshots, bugs, charged))
+            results[-1].explanation = explained
     return results
 
 

@@ -85,6 +85,7 @@ def grade(assignment: Assignment, submission: Submission, facts: dict, variant_s
     messages.append(f"{ISOLATION_PREFIX}{', '.join(isolation)}.")
     record = assemble(assignment, submission, "graded", checks, messages, variant_seed,
                       output=_output(baseline), runs={n: run_summary(s) for n, s in snapshots.items()})
+    record["explanations"] = {c.id: c.explanation for c in checks if c.explanation}   # instructor only
     if broken:
         record["check_errors"] = broken   # for the instructor: check id -> where it raised, and why it was charged
     reported = reported_faults(snapshots)

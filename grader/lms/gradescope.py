@@ -129,8 +129,23 @@ def submission_output(record: Record) -> str:
                      "graded again.")
     elif record["status"] == "error":
         lines.append("Your file could not be graded.")
+    if record.get("adjustments"):   # the instructor's decisions, with their reasons as written
+        autograde = (record.get("autograde") or {"score": record["score"]})["score"]
+        lines.append(f"Adjusted by your instructor (the autograder's score was {autograde:g}):")
+        lines += [f"- {a.get('check') or 'whole submission'}: {a['delta']:+g} points. Reason: {a['reason']}"
+                  for a in record.get("adjustments", [])]
     lines += [f"- {message}" for message in student_messages(record.get("messages", []))]
     return "\n".join(lines)
+
+
+def adjustment_note(record: Record, check: CheckRecord) -> str:
+    """What a check's test entry adds when the instructor adjusted it (Markdown, the reason made inert)."""
+    notes = [a for a in record.get("adjustments", []) if a.get("check") == check["id"]]
+    if not notes:
+        return ""
+    autograde = (record.get("autograde") or {"checks": {}})["checks"].get(check["id"], check["score"])
+    return "\n\n" + "\n".join(f"**Adjusted by your instructor** ({a['delta']:+g} points; the autograder gave "
+                                f"{autograde:g}). Reason: {md_block(a['reason'], indent='')}" for a in notes)
 
 
 def public_summary(record: Record) -> dict[str, Any]:
@@ -169,6 +184,7 @@ def results_json(record: Record, execution_time: float | None = None, settings: 
         group_number = groups.setdefault(check["group"], len(groups) + 1)
         within = sum(1 for c in record["checks"][: record["checks"].index(check)] if c["group"] == check["group"]) + 1
         tests.append(test_entry(check, f"{group_number}.{within}", titles.get(check["id"]), settings, all_visible))
+        tests[-1]["output"] += adjustment_note(record, check)
     return {
         "score": total_score(record, settings),
         "execution_time": round(float(execution_time), 3),

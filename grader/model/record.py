@@ -50,6 +50,37 @@ class OutputExcerpt(TypedDict):
     omitted_bytes: int
 
 
+class AppliedAdjustment(TypedDict):
+    """An instructor's adjustment as applied to this record (grader/outputs/adjustments.py): `check` None for the
+    whole submission, `kind` "set" or "add", `delta` what it changed the score by."""
+    check: str | None
+    kind: str
+    points: float
+    delta: float
+    reason: str
+    who: str
+    when: str
+
+
+class PendingAdjustment(TypedDict):
+    """An adjustment not applied until the instructor confirms it, and why (the file changed since, no such check,
+    a score outside 0..max, a record the grader could not grade)."""
+    check: str | None
+    kind: str
+    points: float
+    reason: str
+    who: str
+    when: str
+    why: str
+
+
+class Autograde(TypedDict):
+    """The grader's own scores, kept when an instructor's adjustment changed the record's."""
+    score: float
+    groups: dict[str, GroupScore]
+    checks: dict[str, float]
+
+
 class Record(TypedDict):
     submission: str
     file: str
@@ -74,6 +105,10 @@ class Record(TypedDict):
     check_errors: NotRequired[dict[str, str]]              # check id -> traceback of a bug in that check (instructor only)
     unscored_checks: NotRequired[list[CheckRecord]]        # what each check found on a record the grader could not
                                                            # grade (its own fault: a check's bug); instructor only
+    autograde: NotRequired[Autograde]                      # the grader's scores, when adjustments changed them
+    adjustments: NotRequired[list[AppliedAdjustment]]      # the instructor's adjustments applied on top
+    pending_adjustments: NotRequired[list[PendingAdjustment]]  # adjustments held back until confirmed (instructor only)
+    explanations: NotRequired[dict[str, dict[str, Any]]]   # check id -> scenario -> what it compared (instructor only)
 
 
 def record_to_json(record: Record) -> str:

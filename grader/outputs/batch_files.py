@@ -19,6 +19,8 @@ from grader.common.code_digest import grader_code_digest
 from grader.common.files import write_if_changed
 from grader.lms.canvas import Roster
 from grader.model.record import Record
+from grader.outputs.adjustments import apply
+from grader.outputs.adjustments_file import Adjustment
 from grader.outputs.reports import FeedbackPages, feedback_page_name, write_class_report
 from grader.outputs.similarity_view import similarity_context
 from grader.outputs.writers import grades_csv, result_path, write_lms_outputs, write_result
@@ -38,8 +40,9 @@ def _report_inputs(records: list[Record], assignment, similarity: SimilarityRepo
 
 
 class BatchFiles:
-    def __init__(self, out: Path, assignment, figures_for: FiguresFor):
+    def __init__(self, out: Path, assignment, figures_for: FiguresFor, adjustments: list[Adjustment] | None = None):
         self.out = Path(out)
+        self.adjustments = adjustments or []   # the instructor's (OUT/adjustments.toml): applied to every record written
         self.assignment = assignment
         self._figures_for = figures_for
         self._figures: dict[int, dict[str, Any]] = {}
@@ -59,20 +62,28 @@ class BatchFiles:
             self._figures[seed] = self._figures_for(seed)
         return self._figures[seed]
 
-    def graded(self, record: Record) -> None:
-        """A record graded now: its JSON and Markdown (what grading rests on) first, then its page."""
+    def graded(self, record: Record) -> Record:
+        """A record graded now, with the instructor's adjustments applied: its JSON and Markdown (what grading rests
+        on) first, then its page. Returns the record as written."""
+        record = apply(record, self.adjustments)
         write_result(self.out, record)
         self._page(record)
+        return record
 
-    def reused(self, record: Record) -> None:
-        """A record kept from an earlier run: its page is drawn again only when missing or older than it."""
+    def reused(self, record: Record) -> Record:
+        """A record kept from an earlier run, with today's adjustments applied: written again when they changed it,
+        else its page is drawn again only when missing or older than it. Returns the record as it stands."""
+        adjusted = apply(record, self.adjustments)
+        if adjusted != record:
+            return self.graded(adjusted)
         page = self.out / feedback_page_name(record["submission"])
         try:
             if page.stat().st_mtime >= result_path(self.out, record["submission"]).stat().st_mtime:
-                return
+                return record
         except OSError:
             pass
         self._page(record)
+        return record
 
     def finish(self, records: list[Record], roster: Roster | None, run_info: dict[str, Any],
                similarity: SimilarityReport | None = None, started: float | None = None) -> list[str]:

@@ -37,6 +37,7 @@ from grader.model.verdicts import (
     stopped_early,
     student_messages,
 )
+from grader.outputs.adjustments import autograde_score, class_rows, student_lines
 from grader.outputs.figure_data import ReadFigure, differences, read_figure
 from grader.outputs.similarity_view import similarity_context
 from grader.outputs.summary import class_average
@@ -190,6 +191,7 @@ def class_context(records: list[Record], assignment, run_info: dict) -> dict[str
         "other_seeds": sorted((s for s in seeds if s != run_info.get("variant_seed") and s is not None), key=str),
         "seconds": run_info.get("seconds"),
         "isolation": [{"count": n, "text": text or "not recorded"} for text, n in isolation_counts.most_common()],
+        "adjustments": class_rows(records),
         "submissions": [{"id": r["submission"], "page": feedback_page_name(r["submission"]), "status": r.get("status"),
                          "score": r["score"], "max_score": r["max_score"], "percent": _percent(r)} for r in records],
     }
@@ -266,6 +268,8 @@ def student_context(record: Record, assignment, reference_figures: dict, cache,
         "output_head": head[:OUTPUT_SHOWN_CHARS], "output_tail": tail[cut_tail:],
         "output_cut": cut_head + cut_tail, "output_omitted": (output.get("omitted_bytes", 0) or 0) if output else 0,
         "has_output": bool(head or tail),
+        "adjustments": student_lines(record, STUDENT_VISIBLE),
+        "autograde": autograde_score(record),
     }
 
 

@@ -25,8 +25,10 @@ from grader.model.verdicts import (
     stopped_early,
     student_messages,
 )
+from grader.outputs.adjustments import autograde_score, student_lines
 
 STUDENT_VISIBLE = ("visible", "after_due_date", "after_published")
+ADJUSTMENT_COLUMNS = ("autograde", "adjusted")   # grades.csv: the grader's own total, and the instructor's change
 
 
 def result_path(out: Path, submission_id: str) -> Path:
@@ -71,16 +73,19 @@ def grades_csv(records: list[Record], groups: list[str]) -> str:
     """One row a submission: id, each group's score, total, max, percent, status."""
     stream = io.StringIO()
     writer = csv.writer(stream, lineterminator="\n")
-    writer.writerow(["submission", *groups, "total", "max_score", "percent", "status", "late"])
+    writer.writerow(["submission", *groups, "total", "max_score", "percent", "status", "late", *ADJUSTMENT_COLUMNS])
     for record in sorted(records, key=lambda r: r["submission"]):
         if grader_fault(record):   # no score the grader did not earn: the cells stay empty, the status says why
             writer.writerow([safe_cell(record["submission"]), *("" for _ in groups), "", _num(record["max_score"]), "",
-                             class_status(record), "late" if late(record) else ""])
+                             class_status(record), "late" if late(record) else "", "", ""])
             continue
         scores = [_num(record["groups"][g]["score"] if g in record["groups"] else 0.0) for g in groups]
         percent = 100.0 * record["score"] / record["max_score"] if record["max_score"] else 0.0
+        applied = record.get("adjustments") or []
+        autograde = autograde_score(record)
         writer.writerow([safe_cell(record["submission"]), *scores, _num(record["score"]), _num(record["max_score"]),
-                         _num(round(percent, 2)), record["status"], "late" if late(record) else ""])
+                         _num(round(percent, 2)), record["status"], "late" if late(record) else "", _num(autograde),
+                         f"{sum(a['delta'] for a in applied):+g}" if applied else ""])
     return stream.getvalue()
 
 
@@ -101,6 +106,15 @@ def feedback_markdown(record: Record, visibilities: tuple[str, ...] = STUDENT_VI
     if record["status"] == "error":
         reason = record["messages"][0] if record["messages"] else "unknown reason"
         lines += ["Your file could not be graded: " + md_block(reason), ""]
+    adjusted = student_lines(record, visibilities)
+    if adjusted:   # the instructor's decisions, with their reasons as written (made inert)
+        autograde = autograde_score(record)
+        lines += ["## Adjusted by your instructor", "",
+                  f"The autograder's score was {autograde:g} / {record['max_score']:g}; your instructor adjusted it "
+                  "(the score above includes it):", ""]
+        lines += [f"- {md_line(a['target'].replace('`', ''))}: {a['change']} ({a['delta']} points). Reason: "
+                  f"{md_block(a['reason'])}" for a in adjusted]
+        lines.append("")
     about, others = run_descriptions(record["messages"])
     lines += [md_block(m) for m in about] + ([""] if about else [])   # what a labelled run changes: said once, here
     notes = ["", "## Notes on your run", ""] + [f"- {md_block(m)}" for m in student_messages(others)]

@@ -1,0 +1,180 @@
+"""`grader adjust` (the instructor's decisions about scores, kept in OUT/adjustments.toml) and `grader explain` (what
+each check compared in each world, to decide a regrade request from the evidence).
+
+Why here and not in `grade`: a decision is made after reading a student's feedback, long after the batch; it is
+written down at once (validated, with who and when and the submission file's hash), and every later `grader grade`
+(a plain re-run reuses unchanged records, `--regrade` grades again) applies it to every output. Neither command
+grades or runs student code: both read the results folder only.
+"""
+
+from __future__ import annotations
+
+import datetime
+import getpass
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from grader.model.record import Record, record_from_json
+from grader.outputs.adjustments_file import Adjustment, AdjustmentsError, path_in, read, write
+from grader.outputs.writers import result_path
+
+WHOLE = "submission"    # the CHECK that means the whole submission
+
+
+def add_commands(commands) -> None:
+    adjust = commands.add_parser("adjust", help="record an instructor's adjustment of a score (kept in "
+                                 "OUT/adjustments.toml and applied by every `grader grade`)")
+    adjust.add_argument("student", nargs="?", help="the submission id, as in grades.csv")
+    adjust.add_argument("check", nargs="?", help=f"a check id, or `{WHOLE}` for the whole submission")
+    adjust.add_argument("points", nargs="?", help="a number sets the score (4); a signed one adds to it (+2, -1.5)")
+    adjust.add_argument("--reason", help="why, in a sentence the student reads (required to adjust)")
+    adjust.add_argument("--who", help="who decided (default: the current user)")
+    adjust.add_argument("--out", type=Path, default=Path("results"), help="the results folder (default: ./results)")
+    adjust.add_argument("--list", action="store_true", help="list the adjustments and exit")
+    adjust.add_argument("--remove", action="store_true", help="remove the adjustment of STUDENT CHECK")
+    adjust.add_argument("--confirm", action="store_true", help="confirm the adjustment of STUDENT CHECK for the "
+                        "submission as it is now (and clamp a score outside 0..max into that range)")
+    explain = commands.add_parser("explain", help="what each check compared in each world for one submission "
+                                  "(the instructor's, to decide a regrade request)")
+    explain.add_argument("student", help="the submission id")
+    explain.add_argument("check", nargs="?", help="one check id (default: every check)")
+    explain.add_argument("--out", type=Path, default=Path("results"), help="the results folder (default: ./results)")
+
+
+def adjust_command(args) -> int:
+    try:
+        adjustments = read(args.out)
+    except AdjustmentsError as error:
+        print(f"grader: {error}; nothing was changed", file=sys.stderr)
+        return 2
+    if args.list:
+        for a in adjustments:
+            print(f"{a.student}\t{a.check or WHOLE}\t{a.describe()}\t{a.who}\t{a.when}\t{a.reason}")
+        print(f"{len(adjustments)} adjustment(s) in {path_in(args.out)}", file=sys.stderr)
+        return 0
+    if not args.student or not args.check:
+        print("grader: give STUDENT and CHECK (or --list)", file=sys.stderr)
+        return 2
+    check = None if args.check == WHOLE else args.check
+    record = _record(args.out, args.student)
+    if record is None:
+        print(f"grader: no record of {args.student} in {args.out}: grade the class first (or give --out)", file=sys.stderr)
+        return 2
+    ids = [c["id"] for c in record["checks"]]
+    if check is not None and check not in ids and not args.remove:
+        print(f"grader: {args.student}'s record has no check {check} (its checks: {', '.join(ids)}; "
+              f"`{WHOLE}` for the whole submission)", file=sys.stderr)
+        return 2
+    existing = next((a for a in adjustments if a.key == (args.student, check)), None)
+    others = [a for a in adjustments if a.key != (args.student, check)]
+    what = f"{args.student}, {check or 'whole submission'}"
+    if args.remove or args.confirm:
+        if existing is None:
+            print(f"grader: no adjustment of {what} in {path_in(args.out)}", file=sys.stderr)
+            return 2
+        if args.remove:
+            return _save(args.out, others, f"Removed the adjustment of {what}.")
+        confirmed = Adjustment(**{**existing.__dict__, "sha256": record.get("sha256", ""), "clamp": True})
+        return _save(args.out, [confirmed if a is existing else a for a in adjustments],
+                     f"Confirmed the adjustment of {what} for the submission as it is now.")
+    if args.points is None or not (args.reason or "").strip():
+        print("grader: give POINTS and --reason TEXT (the reason is shown to the student)", file=sys.stderr)
+        return 2
+    try:
+        points = float(args.points)
+    except ValueError:
+        print(f"grader: POINTS must be a number (4 sets the score, +2 or -1.5 adds), not {args.points!r}", file=sys.stderr)
+        return 2
+    kind = "add" if args.points.strip()[:1] in "+-" else "set"
+    made = Adjustment(args.student, check, kind, points, args.reason.strip(), args.who or _user(),
+                      datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"), record.get("sha256", ""))
+    kept = [made if a is existing else a for a in adjustments] if existing else [*adjustments, made]
+    return _save(args.out, kept, f"{'Replaced' if existing else 'Recorded'} the adjustment of {what}: "
+                 f"{made.describe()}. `grader grade` applies it to every output (unchanged submissions are not "
+                 "graded again).")
+
+
+def _save(out: Path, adjustments: list[Adjustment], message: str) -> int:
+    try:
+        write(out, adjustments)
+    except (AdjustmentsError, OSError) as error:
+        print(f"grader: {error}", file=sys.stderr)
+        return 2
+    print(message)
+    return 0
+
+
+def _user() -> str:
+    try:
+        return getpass.getuser()
+    except Exception:  # noqa: BLE001 -- no user name on this machine: leave it to --who
+        return ""
+
+
+def _record(out: Path, student: str) -> Record | None:
+    try:
+        return record_from_json(result_path(out, student).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+
+
+def explain_command(args) -> int:
+    record = _record(args.out, args.student)
+    if record is None:
+        print(f"grader: no record of {args.student} in {args.out}", file=sys.stderr)
+        return 2
+    checks = [c for c in record["checks"] if args.check in (None, c["id"])]
+    if not checks:
+        print(f"grader: {args.student}'s record has no check {args.check}", file=sys.stderr)
+        return 2
+    print(explanation_text(record, [c["id"] for c in checks]))
+    return 0
+
+
+def explanation_text(record: Record, check_ids: list[str]) -> str:
+    """The instructor's account of a record: for each check, its score (autograde and adjusted) and, per scenario,
+    the fraction it gave, the feedback there, the student's values it read and what the check attached."""
+    explanations = record.get("explanations") or {}
+    autograde = (record.get("autograde") or {"checks": {}})["checks"]
+    runs = record.get("runs") or {}
+    lines = [f"{record['submission']} ({record['file']}): {record['score']:g} / {record['max_score']:g}, status "
+             f"{record['status']}, variant seed {record.get('variant_seed')}"]
+    if record.get("grader_error"):
+        lines.append("The grader could not grade this record (its own fault): see grader_error in the record.")
+    lines += [f"Adjustment NOT applied ({a.get('check') or WHOLE}, {a['kind']} {a['points']:g}): {a['why']}"
+              for a in record.get("pending_adjustments", [])]
+    if not explanations:
+        lines.append("This record keeps no per-world explanations (graded before they were kept, or not run): "
+                     "`grader grade --regrade` keeps them. Each check's feedback follows.")
+    for check in (c for c in record["checks"] if c["id"] in check_ids):
+        auto = (f" (autograde {autograde[check['id']]:g})"
+                if check["id"] in autograde and autograde[check["id"]] != check["score"] else "")
+        lines += ["", f"== {check['id']} [{check['group']}, {check['visibility']}]: {check['score']:g} / "
+                  f"{check['max_score']:g}{auto}"]
+        lines += [f"   adjusted: {a['delta']:+g} by {a.get('who') or '?'} on {a.get('when') or '?'}: {a['reason']}"
+                  for a in record.get("adjustments", []) if a.get("check") == check["id"]]
+        worlds = explanations.get(check["id"]) or {}
+        if not worlds:
+            lines += ["   feedback: " + _indented(check["feedback"])]
+        for scenario, entry in worlds.items():
+            run: dict[str, Any] = dict(runs.get(scenario) or {})
+            seed = entry.get("seed", run.get("seed"))
+            lines.append(f"   -- {scenario} world (seed {seed}): {float(entry.get('score_fraction', 0.0)):.3g} of the points")
+            lines.append("      feedback: " + _indented(str(entry.get("feedback", "")), 16))
+            for name, value in (entry.get("values") or {}).items():
+                lines.append(f"      student's {name}: {_shown(value)}")
+            for key, value in (entry.get("settings") or {}).items():
+                lines.append(f"      setting {key} (assignment.toml): {_shown(value)}")
+            for key, value in (entry.get("details") or {}).items():
+                lines.append(f"      {key}: {_shown(value)}")
+    return "\n".join(lines)
+
+
+def _shown(value: Any) -> str:
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+
+
+def _indented(text: str, width: int = 13) -> str:
+    return ("\n" + " " * width).join(text.splitlines() or [""])
