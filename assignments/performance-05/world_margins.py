@@ -127,7 +127,8 @@ def batches(count: int) -> None:
     assignment = load("performance-05", ROOT)
     facts = reference_facts(assignment)
     source = assignment.solution_path.read_text()
-    full, smallest = 0, (float("inf"), None, "")
+    full = 0
+    smallest: tuple[float, int | None, str] = (float("inf"), None, "")
     for number in range(count):
         seed = fresh_variant_seed(assignment)
         seeds = {name: scenario_seed(assignment, scenario, seed) for name, scenario in assignment.scenarios.items()}

@@ -176,7 +176,7 @@ def _assignment_problems(info: dict, parameters: dict, folder_name: str) -> tupl
 def _fact_setup_problems(fact_setup: object, scenarios: dict) -> list[str]:
     baseline = scenarios.get("baseline") if isinstance(scenarios, dict) else None
     setup = baseline.get("setup", []) if isinstance(baseline, dict) else []
-    if _string_list(fact_setup) and all(isinstance(fact_setup, list) and name in setup for name in fact_setup):
+    if isinstance(fact_setup, list) and _string_list(fact_setup) and all(name in setup for name in fact_setup):
         return []
     return [f"[assignment] fact_setup = {fact_setup!r}: must list set-up functions of [scenarios.baseline] setup (those "
             "that change the programs the reference facts describe, never one whose effect the oracle applies itself)"]
