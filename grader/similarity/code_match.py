@@ -196,13 +196,18 @@ def regions(a: CodeDoc, b: CodeDoc, a_chunks: list[Chunk], b_chunks: list[Chunk]
         a_first, a_last = min(s for s, _, _, _ in parts), max(s + n for s, n, _, _ in parts) - 1
         b_first, b_last = min(s for _, _, s, _ in parts), max(s + n for _, _, s, n in parts) - 1
         unit_a, unit_b = a.units[ua], b.units[ub]
-        a_lines = (unit_a.lines[a_first][0], unit_a.lines[a_last][1])
-        b_lines = (unit_b.lines[b_first][0], unit_b.lines[b_last][1])
+        a_lines = _span(unit_a.lines[a_first:a_last + 1])
+        b_lines = _span(unit_b.lines[b_first:b_last + 1])
         found.append(Region(a_chunks[unit_a.chunk].cell, a_lines, _text(a_chunks[unit_a.chunk].source, a_lines),
                             b_chunks[unit_b.chunk].cell, b_lines, _text(b_chunks[unit_b.chunk].source, b_lines),
                             a_last - a_first + 1))
     found.sort(key=lambda r: (-r.tokens, r.a_cell or 0, r.a_lines))
     return _distinct(found)[:MAX_REGIONS]
+
+
+def _span(lines: tuple[tuple[int, int], ...]) -> tuple[int, int]:
+    """The lines of some tokens (normalised code may hold statements in another order than the file)."""
+    return min(first for first, _ in lines), max(last for _, last in lines)
 
 
 def _distinct(found: list[Region]) -> list[Region]:

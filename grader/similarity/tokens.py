@@ -22,7 +22,10 @@ import re
 import tokenize
 from dataclasses import dataclass
 
+from grader.similarity.normalise import normalise
+
 MAX_TOKENS = 40000          # per document: a huge file is compared by its first 40k tokens (linear cost)
+MAX_NORMALISED = 100_000    # characters: longer code (no real submission) is tokenised as it is, not normalised
 KEPT_NAMES = frozenset(keyword.kwlist) | frozenset(keyword.softkwlist) | frozenset(dir(builtins))
 DROPPED = {tokenize.COMMENT, tokenize.NL, tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT, tokenize.ENCODING,
            tokenize.ENDMARKER}
@@ -45,14 +48,48 @@ class Unit:
 
 
 def units_of(source: str, chunk: int = 0) -> list[Unit]:
-    """The statement units of one file or notebook cell."""
-    tokens = _tokens(source)
-    starts = _unit_starts(source)
+    """The statement units of one file or notebook cell (code that parses is normalised first: `normalise.py`;
+    each token then carries the lines of the statement of `source` it came from)."""
+    normalised = _normalised(source)
+    text, lines = normalised if normalised is not None else (source, None)
+    tokens = _tokens(text)
+    starts = _unit_starts(text)
     buckets: list[list[tuple[str, int, int]]] = [[] for _ in starts] or [[]]
-    for text, start, end in tokens:
+    for word, start, end in tokens:
         index = max(0, bisect.bisect_right(starts, start) - 1)
-        buckets[index].append((text, start[0], end[0]))
+        if lines is None:
+            buckets[index].append((word, start[0], end[0]))
+        else:
+            buckets[index].append((word, lines.get(start[0], (1, 1))[0], lines.get(end[0], (1, 1))[1]))
     return [Unit(chunk, tuple(t for t, _, _ in bucket), tuple((a, b) for _, a, b in bucket)) for bucket in buckets if bucket]
+
+
+def statement_key(node: ast.AST) -> str:
+    """A node's normalised text (names `V`): the order `normalise` sorts by, the same whatever the names."""
+    return " ".join(word for word, _, _ in _tokens(ast.unparse(node)))
+
+
+def _normalised(source: str) -> tuple[str, dict[int, tuple[int, int]]] | None:
+    """The normalised text of code that parses, and for each of its lines the (first, last) line in `source` of the
+    statement it belongs to; None for code that does not parse (it is tokenised as it is)."""
+    tree = _parse(source) if len(source) <= MAX_NORMALISED else None
+    if tree is None:
+        return None
+    try:
+        normalise(tree, statement_key)
+        text = ast.unparse(tree)
+        again = ast.parse(text)
+    except (SyntaxError, ValueError, RecursionError, MemoryError, TypeError, AttributeError):
+        return None
+    lines: dict[int, tuple[int, int]] = {}
+    for new, old in zip(ast.walk(again), ast.walk(tree)):
+        if type(new) is not type(old):
+            return text, {n: (1, max(1, len(source.splitlines()))) for n in range(1, text.count("\n") + 2)}
+        if isinstance(new, ast.stmt) and isinstance(old, ast.stmt):
+            span = (_first_line(old), old.end_lineno or old.lineno)
+            for number in range(_first_line(new), (new.end_lineno or new.lineno) + 1):
+                lines[number] = span
+    return text, lines
 
 
 def _unit_starts(source: str) -> list[tuple[int, int]]:
@@ -92,8 +129,12 @@ def _syntax_error_line(source: str) -> int:
     return 1
 
 
+def _first_line(node: ast.stmt) -> int:
+    return min([node.lineno] + [d.lineno for d in getattr(node, "decorator_list", [])])
+
+
 def _split(node: ast.stmt, starts: list[tuple[int, int]]) -> None:
-    first = min([node.lineno] + [d.lineno for d in getattr(node, "decorator_list", [])])
+    first = _first_line(node)
     starts.append((first, 0 if first < node.lineno else node.col_offset))
     bodies = [getattr(node, name, []) for name in ("body", "orelse", "finalbody")]
     bodies += [handler.body for handler in getattr(node, "handlers", [])]
