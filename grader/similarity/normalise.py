@@ -1,6 +1,7 @@
 """A statement rewritten so that edits which do not change the program do not change its tokens.
 
-- no-op statements are dropped: `pass`, a bare constant or docstring, `x = x`;
+- no-op statements are dropped: `pass`, a bare constant, `x = x` (a docstring is kept: two students who
+  wrote the same natural one-line helper, one of them with a docstring, must not become identical);
 - operands of a commutative operator (`+ * & | ^`, and `==`, `!=` with one operator) are put in a canonical
   order, a chain of one operator (`a + b + c`) as a whole, by the normalised text of each operand (names as `V`,
   so renaming cannot change the order). `+` of strings or lists and `*` of a list are not commutative, nor is
@@ -67,6 +68,9 @@ class Normaliser(ast.NodeTransformer):
 
     def _block(self, body: list[ast.stmt]) -> list[ast.stmt]:
         kept = [statement for statement in body if not _no_op(statement)]
+        leading = next((s for s in body if not (_no_op(s) and not _string(s))), None)
+        if leading is not None and _string(leading):
+            kept.insert(0, leading)  # a docstring is kept (one token, S): two helpers alike but for it are not one
         out: list[ast.stmt] = []
         group: list[tuple[ast.stmt, set[str], set[str]]] = []
         for statement in kept:
@@ -90,6 +94,11 @@ def normalise(tree: ast.AST, key: Callable[[ast.AST], str]) -> None:
     modules = frozenset(alias.asname or alias.name.split(".")[0] for node in ast.walk(tree)
                         if isinstance(node, (ast.Import, ast.ImportFrom)) for alias in node.names)
     Normaliser(key, modules).visit(tree)
+
+
+def _string(statement: ast.stmt) -> bool:
+    return (isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Constant)
+            and isinstance(statement.value.value, str))
 
 
 def _chain(node: ast.expr, op: type) -> list[ast.expr]:
