@@ -29,6 +29,7 @@ BANDS, ROWS = 8, 4           # MinHash bands of near-identical own code (see `_b
 MIX = np.uint64(0x9E3779B97F4A7C15)
 SIGNATURE_SEEDS = np.array([(0xD1B54A32D192ED03 * (n + 1)) % 2**64 for n in range(BANDS * ROWS)], dtype=np.uint64)
 MAX_REGION_LINES = 40
+RING_FACTOR = 2              # a fingerprint up to twice as common as `limit` still pairs its holders (a ring)
 
 
 @dataclass
@@ -121,7 +122,8 @@ def shared_pairs(prepared: list[CodeDoc], current: int, limit: int,
     terms and are paired only with this batch's.
 
     Pairs are found two ways, neither of which enumerates every pair of a fingerprint the whole class holds: through
-    fingerprints at most `limit` documents hold (each gives at most limit² pairs), and through near-identical own
+    fingerprints at most `RING_FACTOR * limit` documents hold (each gives at most (2 limit)² pairs: a ring of eight
+    in a class of sixty is paired even where its copies differ), and through near-identical own
     code (documents whose own fingerprints agree in one MinHash band: a ring of any size, however common what it
     shares; documents with fewer than half `substantial` own tokens, which cannot score much, are left out of it).
     A pair found either way then shares every fingerprint both hold."""
@@ -131,7 +133,7 @@ def shared_pairs(prepared: list[CodeDoc], current: int, limit: int,
             index[value].append(number)
     candidates: set[tuple[int, int]] = set()
     for holders in index.values():
-        if len(holders) <= limit:
+        if len(holders) <= RING_FACTOR * limit:
             _add_pairs(candidates, holders, current)
     buckets: dict[tuple[int, bytes], list[int]] = defaultdict(list)
     for number, doc in enumerate(prepared):
