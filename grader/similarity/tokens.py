@@ -6,6 +6,9 @@ match). Each token is normalised: names a student chooses become `V`, number lit
 keywords, operators, builtins and attribute names (`jax.jvp`, `.ones_like`) stay, since renaming a variable
 cannot change them. Comments, blank lines, indentation, `;`, trailing commas and grouping parentheses are
 dropped, so layout does not matter, and a run of literals (`[0.3, -1.2, ...]`) is one literal, so typed-in data is not code.
+Code that parses (up to `MAX_NORMALISED` characters) is first rewritten by `normalise.py` (no-op statements
+dropped, commutative operands and independent statements in a canonical order) and printed again; its tokens
+carry the lines of the statement of the original they came from, so matches are still shown where they are.
 Code with a syntax error keeps the statements before the error and cuts the rest at lines that start at
 column 0; code that does not tokenise falls back to a plain regular-expression scan. Every submission gets
 units, whatever it holds, in time linear in its length.
