@@ -91,9 +91,17 @@ class Normaliser(ast.NodeTransformer):
 
 
 def normalise(tree: ast.AST, key: Callable[[ast.AST], str]) -> None:
-    modules = frozenset(alias.asname or alias.name.split(".")[0] for node in ast.walk(tree)
+    """Rewrite `tree` in place; `key(node)` orders operands and statements (imports at the top level are modules)."""
+    modules = frozenset(alias.asname or alias.name.split(".")[0] for node in getattr(tree, "body", [])
                         if isinstance(node, (ast.Import, ast.ImportFrom)) for alias in node.names)
-    Normaliser(key, modules).visit(tree)
+    keys: dict[int, str] = {}
+
+    def remembered(node: ast.AST) -> str:     # a node's key once (a chain's operands are keyed again and again)
+        found = keys.get(id(node))
+        if found is None:
+            found = keys[id(node)] = key(node)
+        return found
+    Normaliser(remembered, modules).visit(tree)
 
 
 def _string(statement: ast.stmt) -> bool:

@@ -54,9 +54,9 @@ def units_of(source: str, chunk: int = 0) -> list[Unit]:
     """The statement units of one file or notebook cell (code that parses is normalised first: `normalise.py`;
     each token then carries the lines of the statement of `source` it came from)."""
     normalised = _normalised(source)
-    text, lines = normalised if normalised is not None else (source, None)
+    text, lines, parsed = normalised if normalised is not None else (source, None, None)
     tokens = _tokens(text)
-    starts = _unit_starts(text)
+    starts = _unit_starts(text, parsed)
     buckets: list[list[tuple[str, int, int]]] = [[] for _ in starts] or [[]]
     for word, start, end in tokens:
         index = max(0, bisect.bisect_right(starts, start) - 1)
@@ -68,11 +68,22 @@ def units_of(source: str, chunk: int = 0) -> list[Unit]:
 
 
 def statement_key(node: ast.AST) -> str:
-    """A node's normalised text (names `V`): the order `normalise` sorts by, the same whatever the names."""
-    return " ".join(word for word, _, _ in _tokens(ast.unparse(node)))
+    """A node's shape, names as `V` and literals as `N` or `S` (attribute and builtin names kept): the order
+    `normalise` sorts by, the same whatever the names (two shapes that print alike may sort either way)."""
+    parts = []
+    for child in ast.walk(node):
+        if isinstance(child, ast.Name):
+            parts.append(child.id if child.id in KEPT_NAMES else "V")
+        elif isinstance(child, ast.Attribute):
+            parts.append("." + child.attr)
+        elif isinstance(child, ast.Constant):
+            parts.append("S" if isinstance(child.value, (str, bytes)) else "N")
+        elif not isinstance(child, ast.expr_context):
+            parts.append(type(child).__name__)
+    return " ".join(parts)
 
 
-def _normalised(source: str) -> tuple[str, dict[int, tuple[int, int]]] | None:
+def _normalised(source: str) -> tuple[str, dict[int, tuple[int, int]], ast.Module] | None:
     """The normalised text of code that parses, and for each of its lines the (first, last) line in `source` of the
     statement it belongs to; None for code that does not parse (it is tokenised as it is)."""
     tree = _parse(source) if len(source) <= MAX_NORMALISED else None
@@ -85,21 +96,35 @@ def _normalised(source: str) -> tuple[str, dict[int, tuple[int, int]]] | None:
     except (SyntaxError, ValueError, RecursionError, MemoryError, TypeError, AttributeError):
         return None
     lines: dict[int, tuple[int, int]] = {}
-    for new, old in zip(ast.walk(again), ast.walk(tree)):
+    for new, old in zip(_statements(again), _statements(tree)):
         if type(new) is not type(old):
-            return text, {n: (1, max(1, len(source.splitlines()))) for n in range(1, text.count("\n") + 2)}
-        if isinstance(new, ast.stmt) and isinstance(old, ast.stmt):
-            span = (_first_line(old), old.end_lineno or old.lineno)
-            for number in range(_first_line(new), (new.end_lineno or new.lineno) + 1):
-                lines[number] = span
-    return text, lines
+            whole = (1, max(1, len(source.splitlines())))
+            return text, {n: whole for n in range(1, text.count("\n") + 2)}, again
+        span = (_first_line(old), old.end_lineno or old.lineno)
+        for number in range(_first_line(new), (new.end_lineno or new.lineno) + 1):
+            lines[number] = span
+    return text, lines, again
 
 
-def _unit_starts(source: str) -> list[tuple[int, int]]:
+def _statements(node: ast.AST) -> list[ast.stmt]:
+    """Every statement inside `node`, each before the statements inside it (so their lines come last)."""
+    found: list[ast.stmt] = []
+    pending = [node]
+    while pending:
+        current = pending.pop()
+        if isinstance(current, ast.stmt):
+            found.append(current)
+        children = [getattr(current, name, []) for name in ("body", "orelse", "finalbody", "handlers", "cases")]
+        pending += [child for group in reversed(children) if isinstance(group, list) for child in reversed(group)
+                    if isinstance(child, (ast.stmt, ast.excepthandler, ast.match_case))]
+    return found
+
+
+def _unit_starts(source: str, parsed: ast.Module | None = None) -> list[tuple[int, int]]:
     """Where each unit starts, (line, column), in order. Code with a syntax error: the statements before the
     error as parsed, then every line that starts at column 0 (a statement, as far as one can tell)."""
     lines = source.splitlines()
-    tree, parsed_lines = _parse(source), len(lines)
+    tree, parsed_lines = parsed or _parse(source), len(lines)
     if tree is None:
         error_line = _syntax_error_line(source)
         for parsed_lines in range(max(0, min(error_line, len(lines)) - 1), max(-1, error_line - 12), -1):
