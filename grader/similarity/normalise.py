@@ -94,13 +94,13 @@ def normalise(tree: ast.AST, key: Callable[[ast.AST], str]) -> None:
     """Rewrite `tree` in place; `key(node)` orders operands and statements (imports at the top level are modules)."""
     modules = frozenset(alias.asname or alias.name.split(".")[0] for node in getattr(tree, "body", [])
                         if isinstance(node, (ast.Import, ast.ImportFrom)) for alias in node.names)
-    keys: dict[int, str] = {}
+    keys: dict[int, tuple[ast.AST, str]] = {}    # the node is held too: a freed node's id could be reused
 
     def remembered(node: ast.AST) -> str:     # a node's key once (a chain's operands are keyed again and again)
         found = keys.get(id(node))
         if found is None:
-            found = keys[id(node)] = key(node)
-        return found
+            found = keys[id(node)] = (node, key(node))
+        return found[1]
     Normaliser(remembered, modules).visit(tree)
 
 
