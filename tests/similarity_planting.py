@@ -4,8 +4,12 @@
   names stay, as a copier who still wants the marks must keep them);
 - `reorder`: top-level functions and classes moved, in reverse order, right after the imports;
 - `reformat`: the code printed again by `ast.unparse` (other spacing, quotes, parentheses, no comments);
-- `notebook`: the script cut into notebook cells with markdown between them.
-Each keeps the program's meaning, so a planted copy can also be graded.
+- `notebook`: the script cut into notebook cells with markdown between them;
+- `edit` (`edit(source, seed)`): what a ring of copiers does to one file so that no two copies read alike:
+  operands of `+` and `*` swapped, adjacent assignments that share no name swapped, `pass` padding and comments
+  inserted, each at random (seeded).
+Each keeps the program's meaning (`edit`: up to `+` of strings, which no file here swaps), so a planted copy can
+also be graded.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ import hashlib
 import io
 import json
 import keyword
+import random
 import tokenize
 
 KEEP = set(keyword.kwlist) | set(keyword.softkwlist) | set(dir(builtins))
@@ -70,6 +75,48 @@ def notebook(source: str, every: int = 4) -> str:
         content.append({"cell_type": "markdown", "metadata": {}, "source": f"## Part {number}"})
         content.append({"cell_type": "code", "metadata": {}, "execution_count": None, "outputs": [], "source": cell})
     return json.dumps({"nbformat": 4, "nbformat_minor": 5, "metadata": {}, "cells": content}, indent=1)
+
+
+class _Editor(ast.NodeTransformer):
+    def __init__(self, rng: random.Random, modules: set[str]):
+        self.rng, self.modules = rng, modules
+
+    def visit_BinOp(self, node: ast.BinOp) -> ast.AST:
+        self.generic_visit(node)
+        strings = any(isinstance(n, ast.Constant) and isinstance(n.value, str) for n in (node.left, node.right))
+        if isinstance(node.op, (ast.Add, ast.Mult)) and not strings and self.rng.random() < 0.6:
+            node.left, node.right = node.right, node.left
+        return node
+
+    def generic_visit(self, node: ast.AST) -> ast.AST:
+        super().generic_visit(node)
+        body = getattr(node, "body", None)
+        if isinstance(body, list) and body and isinstance(body[0], ast.stmt):
+            for index in range(len(body) - 1):
+                a, b = body[index], body[index + 1]
+                if (isinstance(a, ast.Assign) and isinstance(b, ast.Assign) and not (self._names(a) & self._names(b))
+                        and self.rng.random() < 0.7):
+                    body[index], body[index + 1] = b, a
+            for _ in range(self.rng.randint(0, 2)):
+                body.insert(self.rng.randint(0, len(body)), ast.Pass())
+        return node
+
+    def _names(self, node: ast.AST) -> set[str]:
+        return {n.id for n in ast.walk(node) if isinstance(n, ast.Name)} - self.modules
+
+
+def edit(source: str, seed: int) -> str:
+    """`source` with meaning-keeping edits chosen by `seed` (see the module's docstring)."""
+    rng = random.Random(seed)
+    tree = ast.parse(source)
+    modules = {alias.asname or alias.name.split(".")[0] for node in ast.walk(tree)
+               if isinstance(node, (ast.Import, ast.ImportFrom)) for alias in node.names}
+    text = ast.unparse(ast.fix_missing_locations(_Editor(rng, modules).visit(tree)))
+    lines = text.splitlines()
+    for _ in range(len(lines) // 8):
+        where = rng.randint(0, len(lines))
+        lines.insert(where, f"# step {rng.randint(0, 999)}: see the lesson")
+    return "\n".join(lines) + "\n"
 
 
 def disguise(source: str, ways: list[str], keep: tuple[str, ...] = (), salt: str = "") -> tuple[str, str]:

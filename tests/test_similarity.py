@@ -22,7 +22,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from similarity_planting import disguise
+from similarity_planting import disguise, edit
 from test_reports import _screenshot
 
 import grader.config.assignment
@@ -37,7 +37,7 @@ from grader.outputs.writers import write_result
 from grader.similarity.code_match import Boilerplate
 from grader.similarity.fingerprints import fingerprints, winnow
 from grader.similarity.report import build_report, settings_for, similarity_for
-from grader.similarity.store import Chunk, Document, write_sidecar
+from grader.similarity.store import Chunk, Document, boilerplate_chunks, write_sidecar
 from grader.similarity.tokens import units_of
 from grader.similarity.value_match import natural
 
@@ -412,6 +412,60 @@ def test_code_the_whole_class_shares_is_no_idiom_and_is_not_expanded_into_every_
     assert sorted(ring) in [sorted(c.members) for c in report.clusters]
     assert {_key(p) for p in report.pairs if p.flagged} == {frozenset((a, b)) for a in ring for b in ring if a < b}
     assert report.compared_pairs < 200, f"{report.compared_pairs} pairs compared: the shared helper was expanded"
+
+
+RING_SOURCE = "hvp_helper_jvp_of_grad"
+
+
+def edited_ring(contract: tuple[str, ...], size: int = 8) -> list[Document]:
+    """`size` copies of one honest file, each renamed and edited its own way (operands swapped, independent
+    statements swapped, `pass` padding, comments; every other one with its helpers moved too)."""
+    source = _script(honest_cases()[RING_SOURCE])
+    ring = []
+    for number in range(size):
+        text, _ = disguise(source, ["rename"] + (["reorder"] if number % 2 else []), contract, salt=f"edit{number}")
+        ring.append(_code_doc(f"edited_{number}", edit(text, seed=number)))
+    return ring
+
+
+@pytest.fixture(scope="module")
+def edited_ring_report(assignment):
+    """The edited ring of eight in a class of every independent honest file (records built here: no grading)."""
+    settings = settings_for(assignment)
+    honest = [_code_doc(name, _script(entry)) for name, entry in honest_cases().items()
+              if name != RING_SOURCE and entry.is_file()]
+    chunks, _ = boilerplate_chunks(assignment.root, settings.boilerplate)
+    documents = honest + edited_ring(tuple(assignment.contract))
+    report = build_report(documents, [], Boilerplate(chunks, settings.kgram), settings, EXERCISE,
+                          "\n".join(c.source for c in chunks), settings.threshold)
+    return report, {d.id for d in honest}
+
+
+def test_an_edited_ring_of_eight_is_one_cluster_with_every_member(edited_ring_report):
+    """Renamed, reordered, operands swapped, padded with `pass`: every pair of the eight flagged, one cluster."""
+    report, _ = edited_ring_report
+    ring = {f"edited_{n}" for n in range(8)}
+    scores = sorted(p.score for p in report.pairs if {p.a.id, p.b.id} <= ring)
+    flagged = [p for p in report.pairs if p.flagged and {p.a.id, p.b.id} <= ring]
+    assert len(flagged) == 28, f"{len(flagged)} of 28 ring pairs flagged; scores {scores}"
+    assert sorted(ring) in [sorted(c.members) for c in report.clusters], report.clusters
+
+
+def test_independent_honest_files_beside_an_edited_ring_are_not_flagged(edited_ring_report):
+    report, honest = edited_ring_report
+    pairs = [(p.a.id, p.b.id, p.score) for p in report.pairs if p.a.id in honest and p.b.id in honest]
+    assert len(honest) > 40
+    assert not [pair for pair in pairs if pair[2] >= report.threshold], pairs[:5]
+
+
+def test_edits_that_keep_the_program_keep_its_normalised_statements():
+    source = "import numpy as np\ndef f(a, b):\n    x = a + 2 * b\n    y = np.sum(b)\n    return x == y\n"
+    edited = ("import numpy as np\ndef f(a, b):\n    pass\n    y = np.sum(b)\n    \"a note\"\n    1\n"
+              "    x = b * 2 + a  # swapped\n    x = x\n    return y == x\n")
+    assert [u.tokens for u in units_of(edited)] == [u.tokens for u in units_of(source)]
+    dependent = "def f(a):\n    a.append(1)\n    n = len(a)\n    return n\n"
+    swapped = "def f(a):\n    n = len(a)\n    a.append(1)\n    return n\n"
+    assert [u.tokens for u in units_of(dependent)] != [u.tokens for u in units_of(swapped)]
 
 
 # ---- earlier terms --------------------------------------------------------------------------------------

@@ -29,6 +29,7 @@ BANDS, ROWS = 8, 4           # MinHash bands of near-identical own code (see `_b
 MIX = np.uint64(0x9E3779B97F4A7C15)
 SIGNATURE_SEEDS = np.array([(0xD1B54A32D192ED03 * (n + 1)) % 2**64 for n in range(BANDS * ROWS)], dtype=np.uint64)
 MAX_REGION_LINES = 40
+RING_FACTOR = 2              # a fingerprint up to twice as common as `limit` still pairs its holders (a ring)
 
 
 @dataclass
@@ -121,7 +122,8 @@ def shared_pairs(prepared: list[CodeDoc], current: int, limit: int,
     terms and are paired only with this batch's.
 
     Pairs are found two ways, neither of which enumerates every pair of a fingerprint the whole class holds: through
-    fingerprints at most `limit` documents hold (each gives at most limit² pairs), and through near-identical own
+    fingerprints at most `RING_FACTOR * limit` documents hold (each gives at most (2 limit)² pairs: a ring of eight
+    in a class of sixty is paired even where its copies differ), and through near-identical own
     code (documents whose own fingerprints agree in one MinHash band: a ring of any size, however common what it
     shares; documents with fewer than half `substantial` own tokens, which cannot score much, are left out of it).
     A pair found either way then shares every fingerprint both hold."""
@@ -131,7 +133,7 @@ def shared_pairs(prepared: list[CodeDoc], current: int, limit: int,
             index[value].append(number)
     candidates: set[tuple[int, int]] = set()
     for holders in index.values():
-        if len(holders) <= limit:
+        if len(holders) <= RING_FACTOR * limit:
             _add_pairs(candidates, holders, current)
     buckets: dict[tuple[int, bytes], list[int]] = defaultdict(list)
     for number, doc in enumerate(prepared):
@@ -196,13 +198,18 @@ def regions(a: CodeDoc, b: CodeDoc, a_chunks: list[Chunk], b_chunks: list[Chunk]
         a_first, a_last = min(s for s, _, _, _ in parts), max(s + n for s, n, _, _ in parts) - 1
         b_first, b_last = min(s for _, _, s, _ in parts), max(s + n for _, _, s, n in parts) - 1
         unit_a, unit_b = a.units[ua], b.units[ub]
-        a_lines = (unit_a.lines[a_first][0], unit_a.lines[a_last][1])
-        b_lines = (unit_b.lines[b_first][0], unit_b.lines[b_last][1])
+        a_lines = _span(unit_a.lines[a_first:a_last + 1])
+        b_lines = _span(unit_b.lines[b_first:b_last + 1])
         found.append(Region(a_chunks[unit_a.chunk].cell, a_lines, _text(a_chunks[unit_a.chunk].source, a_lines),
                             b_chunks[unit_b.chunk].cell, b_lines, _text(b_chunks[unit_b.chunk].source, b_lines),
                             a_last - a_first + 1))
     found.sort(key=lambda r: (-r.tokens, r.a_cell or 0, r.a_lines))
     return _distinct(found)[:MAX_REGIONS]
+
+
+def _span(lines: tuple[tuple[int, int], ...]) -> tuple[int, int]:
+    """The lines of some tokens (normalised code may hold statements in another order than the file)."""
+    return min(first for first, _ in lines), max(last for _, last in lines)
 
 
 def _distinct(found: list[Region]) -> list[Region]:

@@ -6,6 +6,9 @@ match). Each token is normalised: names a student chooses become `V`, number lit
 keywords, operators, builtins and attribute names (`jax.jvp`, `.ones_like`) stay, since renaming a variable
 cannot change them. Comments, blank lines, indentation, `;`, trailing commas and grouping parentheses are
 dropped, so layout does not matter, and a run of literals (`[0.3, -1.2, ...]`) is one literal, so typed-in data is not code.
+Code that parses (up to `MAX_NORMALISED` characters) is first rewritten by `normalise.py` (no-op statements
+dropped, commutative operands and independent statements in a canonical order) and printed again; its tokens
+carry the lines of the statement of the original they came from, so matches are still shown where they are.
 Code with a syntax error keeps the statements before the error and cuts the rest at lines that start at
 column 0; code that does not tokenise falls back to a plain regular-expression scan. Every submission gets
 units, whatever it holds, in time linear in its length.
@@ -22,7 +25,10 @@ import re
 import tokenize
 from dataclasses import dataclass
 
+from grader.similarity.normalise import normalise
+
 MAX_TOKENS = 40000          # per document: a huge file is compared by its first 40k tokens (linear cost)
+MAX_NORMALISED = 100_000    # characters: longer code (no real submission) is tokenised as it is, not normalised
 KEPT_NAMES = frozenset(keyword.kwlist) | frozenset(keyword.softkwlist) | frozenset(dir(builtins))
 DROPPED = {tokenize.COMMENT, tokenize.NL, tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT, tokenize.ENCODING,
            tokenize.ENDMARKER}
@@ -45,21 +51,80 @@ class Unit:
 
 
 def units_of(source: str, chunk: int = 0) -> list[Unit]:
-    """The statement units of one file or notebook cell."""
-    tokens = _tokens(source)
-    starts = _unit_starts(source)
+    """The statement units of one file or notebook cell (code that parses is normalised first: `normalise.py`;
+    each token then carries the lines of the statement of `source` it came from)."""
+    normalised = _normalised(source)
+    text, lines, parsed = normalised if normalised is not None else (source, None, None)
+    tokens = _tokens(text)
+    starts = _unit_starts(text, parsed)
     buckets: list[list[tuple[str, int, int]]] = [[] for _ in starts] or [[]]
-    for text, start, end in tokens:
+    for word, start, end in tokens:
         index = max(0, bisect.bisect_right(starts, start) - 1)
-        buckets[index].append((text, start[0], end[0]))
+        if lines is None:
+            buckets[index].append((word, start[0], end[0]))
+        else:
+            buckets[index].append((word, lines.get(start[0], (1, 1))[0], lines.get(end[0], (1, 1))[1]))
     return [Unit(chunk, tuple(t for t, _, _ in bucket), tuple((a, b) for _, a, b in bucket)) for bucket in buckets if bucket]
 
 
-def _unit_starts(source: str) -> list[tuple[int, int]]:
+def statement_key(node: ast.AST) -> str:
+    """A node's shape, names as `V` and literals as `N` or `S` (attribute and builtin names kept): the order
+    `normalise` sorts by, the same whatever the names (two shapes that print alike may sort either way)."""
+    parts = []
+    for child in ast.walk(node):
+        if isinstance(child, ast.Name):
+            parts.append(child.id if child.id in KEPT_NAMES else "V")
+        elif isinstance(child, ast.Attribute):
+            parts.append("." + child.attr)
+        elif isinstance(child, ast.Constant):
+            parts.append("S" if isinstance(child.value, (str, bytes)) else "N")
+        elif not isinstance(child, ast.expr_context):
+            parts.append(type(child).__name__)
+    return " ".join(parts)
+
+
+def _normalised(source: str) -> tuple[str, dict[int, tuple[int, int]], ast.Module] | None:
+    """The normalised text of code that parses, and for each of its lines the (first, last) line in `source` of the
+    statement it belongs to; None for code that does not parse (it is tokenised as it is)."""
+    tree = _parse(source) if len(source) <= MAX_NORMALISED else None
+    if tree is None:
+        return None
+    try:
+        normalise(tree, statement_key)
+        text = ast.unparse(tree)
+        again = ast.parse(text)
+    except (SyntaxError, ValueError, RecursionError, MemoryError, TypeError, AttributeError):
+        return None
+    lines: dict[int, tuple[int, int]] = {}
+    for new, old in zip(_statements(again), _statements(tree)):
+        if type(new) is not type(old):
+            whole = (1, max(1, len(source.splitlines())))
+            return text, {n: whole for n in range(1, text.count("\n") + 2)}, again
+        span = (_first_line(old), old.end_lineno or old.lineno)
+        for number in range(_first_line(new), (new.end_lineno or new.lineno) + 1):
+            lines[number] = span
+    return text, lines, again
+
+
+def _statements(node: ast.AST) -> list[ast.stmt]:
+    """Every statement inside `node`, each before the statements inside it (so their lines come last)."""
+    found: list[ast.stmt] = []
+    pending = [node]
+    while pending:
+        current = pending.pop()
+        if isinstance(current, ast.stmt):
+            found.append(current)
+        children = [getattr(current, name, []) for name in ("body", "orelse", "finalbody", "handlers", "cases")]
+        pending += [child for group in reversed(children) if isinstance(group, list) for child in reversed(group)
+                    if isinstance(child, (ast.stmt, ast.excepthandler, ast.match_case))]
+    return found
+
+
+def _unit_starts(source: str, parsed: ast.Module | None = None) -> list[tuple[int, int]]:
     """Where each unit starts, (line, column), in order. Code with a syntax error: the statements before the
     error as parsed, then every line that starts at column 0 (a statement, as far as one can tell)."""
     lines = source.splitlines()
-    tree, parsed_lines = _parse(source), len(lines)
+    tree, parsed_lines = parsed or _parse(source), len(lines)
     if tree is None:
         error_line = _syntax_error_line(source)
         for parsed_lines in range(max(0, min(error_line, len(lines)) - 1), max(-1, error_line - 12), -1):
@@ -92,8 +157,12 @@ def _syntax_error_line(source: str) -> int:
     return 1
 
 
+def _first_line(node: ast.stmt) -> int:
+    return min([node.lineno] + [d.lineno for d in getattr(node, "decorator_list", [])])
+
+
 def _split(node: ast.stmt, starts: list[tuple[int, int]]) -> None:
-    first = min([node.lineno] + [d.lineno for d in getattr(node, "decorator_list", [])])
+    first = _first_line(node)
     starts.append((first, 0 if first < node.lineno else node.col_offset))
     bodies = [getattr(node, name, []) for name in ("body", "orelse", "finalbody")]
     bodies += [handler.body for handler in getattr(node, "handlers", [])]
