@@ -567,8 +567,9 @@ def hvp_direction_is_nonuniform(run, oracle, settings):
     try:
         direction = _explained_by(run, oracle, settings, "hvp_plain", False)
         value = _hvp(run, settings, "hvp_plain")
-    except AssertionError:   # hvp_plain itself is unusable; its own checks say why
-        direction, value = None, None
+    except AssertionError:   # hvp_plain itself is unusable (its own checks say why): the tangent the file names
+        direction = as_vector(run["direction"], "`direction`", settings.width, column=True)
+        value = None
     if direction is not None:
         assert not _uniform(direction, settings), (
             "The HVP direction is uniform (all entries equal): a uniform direction probes only one combination of the "
