@@ -140,7 +140,7 @@ def batches(count: int) -> None:
         values = snapshot.values
         found = margins(oracle, assignment.settings, float(values["automatic"]), float(values["finite"]),
                         float(values["eps"]), values["hvp_plain"], values["hvp_remat"],
-                        np.linspace(-1.0, 1.0, assignment.settings.width))
+                        np.asarray(values["direction"], dtype=np.float64))   # the run's tangent, float32 as it was
         name, margin = min(found.items(), key=lambda item: item[1])
         if margin < smallest[0]:
             smallest = (margin, seed, name)
