@@ -398,7 +398,7 @@ def test_untouched_starter_scores_only_the_given_parts(graded):
     assert "`...` (an unfinished TODO)" in feedback and "`memory`" in feedback
     for name in ("automatic", "hvp_plain"):    # their hint calls `f(...)` raise: still reported as TODOs
         assert f"`{name}` is still a TODO: line" in feedback, f"the feedback does not call `{name}` a TODO"
-    for name in ("direction", "hvp_remat"):
+    for name in ("hvp_remat",):   # `direction` is a helper name: the runs checks ask for results, not it
         assert f"`{name}`" in feedback, f"the feedback does not name the unfinished `{name}`"
     unfinished = next(m for m in record["messages"] if m.startswith("Unfinished exercises"))
     assert all(name in unfinished for name in EXERCISES)

@@ -917,16 +917,16 @@ def test_the_tangent_is_found_among_the_sightings(assignment, oracles, base_even
             assert np.array_equal(view(assignment, make_snapshot(oracle, scenario, kept))["direction"], ONES)
 
 
-def test_a_tangent_made_only_after_the_hvp_does_not_explain_it(assignment, oracles, base_events):
+def test_the_lessons_own_tangent_counts_wherever_the_file_made_it(assignment, oracles, base_events):
+    """A tangent made inside jit or after the HVP leaves no array before it; the lesson's own tangent is a candidate
+    anyway (naming it earns nothing: only second-order autodiff in the run gives H v along it)."""
     oracle = oracles["baseline"]
     kept = drop(base_events, "direction") + [(INDEX["direction"], "direction", f32(ONES))]
     sightings = lesson_sightings(oracle, kept) + [Sighting(AFTER, LINE)]
     fraction, feedback = check(assignment, oracles, "hvp_plain_matches_oracle", kept, sightings=sightings)
-    assert fraction == 0
-    assert "does not match second-order autodiff of the ordinary objective `plain` along any direction your code made" in feedback
-    # no `direction` and no vector the HVP was computed along: the check says where it looked
+    assert fraction == 1, feedback
     fraction, feedback = check(assignment, oracles, "hvp_plain_matches_oracle", drop(base_events, "direction"))
-    assert fraction == 0 and "along any direction your code made" in feedback
+    assert fraction == 1, feedback
 
 
 def test_direction_is_read_when_hvp_was_computed_not_at_the_end(assignment, oracles, base_events):
