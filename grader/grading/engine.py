@@ -370,11 +370,11 @@ def scenario_notes(assignment: Assignment, checks: list[CheckResult]) -> list[st
 
 def _bug_report(bugs: dict[str, CheckBug], charged: dict[str, CheckBug]) -> str:
     """The instructor's account of a check that raised: which runs, whether it could judge, and the traceback."""
-    excused = [f"[{scenario} run, not judged: it raises alike on the reference solution's run] {bug.summary}\n"
+    unjudged = [f"[{scenario} run, not judged: it raises alike on the reference solution's run] {bug.summary}\n"
                f"{bug.trace}" for scenario, bug in bugs.items()]
     failed = [f"[{scenario} run, charged to the submission: only its values lead the check there] {bug.summary}\n"
               f"{bug.trace}" for scenario, bug in charged.items()]
-    return "\n".join(excused + failed)
+    return "\n".join(unjudged + failed)
 
 
 def _combine(assignment: Assignment, spec: CheckSpec, outcomes: list, snapshots: dict[str, Snapshot],
@@ -386,14 +386,13 @@ def _combine(assignment: Assignment, spec: CheckSpec, outcomes: list, snapshots:
                            feedback=("Not judged: this check failed because of a bug in the grader's own check (not in "
                                      "your work). Your instructor has been told; it will be graded again."),
                            grader_error=error, unjudged=True)
-    usable = outcomes
-    fraction = min(f for _, f, _ in usable)
-    failing = [(s, f, text) for s, f, text in usable if f < 1.0]
+    fraction = min(f for _, f, _ in outcomes)
+    failing = [(s, f, text) for s, f, text in outcomes if f < 1.0]
     if not failing:
-        feedback = usable[0][2]
+        feedback = outcomes[0][2]
     else:
         scenario, _, text = min(failing, key=lambda item: item[1])
-        passed_elsewhere = [s for s, f, _ in usable if f >= 1.0]
+        passed_elsewhere = [s for s, f, _ in outcomes if f >= 1.0]
         only_here = errors_only_in(scenario, snapshots)
         feedback = text
         if only_here:
