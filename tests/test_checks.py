@@ -408,14 +408,28 @@ def test_cotangent_checks(assignment, oracles, base_events):
     assert scalar[0] == 0 and "real vector" in scalar[1]
 
 
-def test_cotangent_is_the_true_gradient_not_the_nudged_autodiff_one(assignment, oracles, variant_events):
-    """The recurrence is NumPy: in the variant it gives the true gradient, which is what `cotangent` is checked
-    against (the nudge is inside the lesson's own gradient tolerance, so JAX's gradient passes as well)."""
-    oracle = oracles["variant"]
+def test_cotangent_is_the_recurrence_told_from_autodiff(assignment, oracles, variant_events):
+    """The recurrence written out gives the true gradient in the variant; JAX's autodiff follows the changed rules,
+    which this world puts at least `separation` cotangent tolerances away, so a `cotangent` from jax.grad fails and
+    is told so (the lesson asks for the recurrence)."""
+    oracle, settings = oracles["variant"], assignment.settings
     run = lambda value: check(assignment, oracles, "cotangent_matches_recurrence",
                               replace(variant_events, "cotangent", value), "variant")
+    assert oracle.cotangent_separation(settings) >= settings.separation
     assert run(f32(oracle.gradient))[0] == 1
-    assert run(f32(oracle.autodiff_gradient))[0] == 1
+    fraction, feedback = run(f32(oracle.autodiff_gradient))
+    assert fraction == 0 and "follows JAX's autodiff" in feedback
+    # a value that is neither: the recurrence's message, no method named
+    fraction, feedback = run(f32(oracle.gradient * 1.01))
+    assert fraction == 0 and "autodiff" not in feedback and "reverse recurrence" in feedback
+
+
+def test_cotangent_from_autodiff_is_credited_where_the_rules_are_jaxs_own(assignment, oracles, base_events):
+    """In the baseline autodiff and the recurrence agree to float32 noise: a jax.grad copy is not told apart there."""
+    oracle = oracles["baseline"]
+    fraction, _ = check(assignment, oracles, "cotangent_matches_recurrence",
+                        replace(base_events, "cotangent", f32(oracle.autodiff_gradient)))
+    assert fraction == 1
 
 
 def test_cotangent_as_a_list_of_numpy_scalars_is_a_vector(assignment, oracles, base_events):
@@ -1167,16 +1181,24 @@ def test_run_checks_reports_missing_names(assignment, oracles, base_events, vari
 
 
 def test_failure_only_in_variant_gets_label_and_hint(assignment, oracles, base_events, variant_events):
-    hard_coded = replace(variant_events, "cotangent", base_events[ORDER.index("cotangent")][2])
+    hard_coded = replace(variant_events, "w", base_events[ORDER.index("w")][2])
     results = results_by_id(assignment, oracles, base_events, hard_coded)
-    result = results["gradients.cotangent"]
+    result = results["gradients.inputs"]
     assert result.score == 0
     description = assignment.scenarios["variant"].description
     assert result.feedback.startswith("In the variant run: ") and description not in result.feedback
     assert result.feedback.endswith("\n" + assignment.scenarios["variant"].failure_hint)
     assert "follows a different seed" in result.feedback
     # the others stay unlabelled
-    assert results["gradients.inputs"].passed and not results["gradients.inputs"].feedback.startswith("In the")
+    assert results["gradients.cotangent"].passed and not results["gradients.cotangent"].feedback.startswith("In the")
+
+
+def test_a_method_check_gets_no_seed_hint(assignment, oracles, base_events, variant_events):
+    """`cotangent` judges a method: a variant-only failure is not blamed on a seed (issue 40.5)."""
+    autodiff = replace(variant_events, "cotangent", f32(oracles["variant"].autodiff_gradient))
+    result = results_by_id(assignment, oracles, base_events, autodiff)["gradients.cotangent"]
+    assert result.score == 0 and result.feedback.startswith("In the variant run: ")
+    assert assignment.scenarios["variant"].failure_hint not in result.feedback and "seed" not in result.feedback
 
 
 def test_a_method_that_fails_only_where_it_matters_is_labelled_with_the_variant(assignment, oracles, base_events,

@@ -194,6 +194,31 @@ for eps in (1e-4, 3e-4, 1e-3, 3e-3, 1e-2, 3e-2):
     apart("finite: float32 central difference vs nearest slope (every sensible step)", assignment.oracle.finite_separation(oracle, eps, s))
     forward = oracle.one_sided_differences(eps)["forward"]
     apart(f"finite: forward difference vs central (eps {eps:g}, float32 tolerances)", min(abs(forward - c) for c in candidates) / tolerance)
+# `cotangent`: the reverse recurrence written out, as students write it (float32 and float64, NumPy and JAX)
+def recurrence(tanh, transpose_product, dtype):
+    hw = np.asarray(W, dtype) if dtype else W
+    values = [np.asarray(x, dtype) if dtype else x]
+    for _ in range(4): values.append(tanh(hw @ values[-1]))
+    c = 2 * values[-1]
+    for i in range(4, 0, -1): c = transpose_product(hw, c * (1 - values[i] * values[i]))
+    return np.asarray(c, np.float64)
+def jitted():
+    @jax.jit
+    def run(hw, p):
+        values = [p]
+        for _ in range(4): values.append(jnp.tanh(hw @ values[-1]))
+        c = 2 * values[-1]
+        for i in range(4, 0, -1): c = (c * (1 - values[i] ** 2)) @ hw
+        return c
+    return np.asarray(run(W, x), np.float64)
+cotangents = {"NumPy float32 (the lesson)": recurrence(np.tanh, lambda a, b: a.T @ b, np.float32),
+              "NumPy float64": recurrence(np.tanh, lambda a, b: a.T @ b, np.float64),
+              "einsum float32": recurrence(np.tanh, lambda a, b: np.einsum("ij,i->j", a, b), np.float32),
+              "jnp eager": recurrence(jnp.tanh, lambda a, b: a.T @ b, None), "jnp jitted": jitted()}
+scale = float(np.max(np.abs(oracle.gradient)))
+for name, value in cotangents.items():
+    used(f"cotangent_tolerance ({name})", float(np.max(np.abs(value - oracle.gradient))) / (s.cotangent_tolerance * scale))
+apart("cotangent: autodiff vs the recurrence", oracle.cotangent_separation(s))
 # the lesson's own assertions hold in this world
 cot = plain_oracle.gradient
 for f in (plain, remat):

@@ -255,6 +255,11 @@ class Oracle:
         """This scenario changes JAX's derivative rules (so autodiff's values are told from every other method's)."""
         return any(c for c, _, _ in self.rules.terms)
 
+    def cotangent_separation(self, settings: Any) -> float:
+        """How many `cotangent_tolerance`s lie between autodiff's gradient in this run and the reverse recurrence."""
+        scale = float(np.max(np.abs(self.gradient)))
+        return float(np.max(np.abs(self.autodiff_gradient - self.gradient))) / (settings.cotangent_tolerance * scale)
+
     @property
     def values_changed(self) -> bool:
         """This scenario changes what evaluating the objective returns (so a central difference can be told
@@ -495,6 +500,7 @@ def separates(nudges: Nudges, oracle: Oracle, settings: Any) -> bool:
         if any(np.any(change.shift(oracle.w @ h[i]) != 0.0) for i in range(LAYERS)):
             return False
     return (nudges.slope_shift * float(np.sum(np.abs(oracle.autodiff_gradient))) >= wanted * oracle.automatic_tolerance(settings)
+            and oracle.cotangent_separation(settings) >= wanted
             and nudges.remat_shift >= wanted * settings.hvp_tolerance
             and nudges.curvature_shift >= wanted * settings.hvp_tolerance
             and all(finite_separation(oracle, eps, settings) >= wanted for eps in steps)
