@@ -284,7 +284,10 @@ def run_messages(assignment: Assignment, scenario: str, snap: Snapshot, baseline
         messages.append(f"{run}, {snap.channel_problem}.")
     if assignment.evidence and (not snap.evidence.installed or snap.evidence.problem) and snap.ending != "setup_failed":
         messages.append(f"{run}, {evidence_note(snap)}")
-    if snap.output_bytes > min(limits.output_keep_bytes, 2 * OUTPUT_CHARS):
+    if snap.output_unread:
+        messages.append(f"{run}, your program printed more than {limits.output_read_bytes // 2**20} MiB; the grader "
+                        "read no more of its output, so its next print waited until the time limit.")
+    elif snap.output_bytes > min(limits.output_keep_bytes, 2 * OUTPUT_CHARS):
         messages.append(f"{run}, your program printed {snap.output_bytes} bytes; only the first and last "
                         f"{min(limits.output_keep_bytes // 2, OUTPUT_CHARS)} characters are shown.")
     return messages

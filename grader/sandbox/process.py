@@ -55,6 +55,7 @@ class RawRun:
     output_head: bytes = b""
     output_tail: bytes = b""
     output_bytes: int = 0
+    output_unread: bool = False            # it printed past `output_read_bytes`: the rest was never read
     returncode: int | None = None
     killed_at_wall_limit: bool = False
     channel_problem: str | None = None
@@ -408,6 +409,9 @@ def pump(out_fd: int, channel_fd: int, limits: Limits, raw: RawRun, time_left: C
                 open_fds.discard(fd)
             elif fd == out_fd:
                 output.feed(data)
+                if output.total >= limits.output_read_bytes:   # a flood: read no more (its writes block, free to us)
+                    open_fds.discard(fd)
+                    raw.output_unread = True
             elif fd == control_fd:
                 control += data[: max(0, CONTROL_MAX_BYTES - len(control))]
             else:
