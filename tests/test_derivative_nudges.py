@@ -8,7 +8,8 @@ assignments/performance-05/calibrate_tolerances.py (which runs it over many worl
 - every wrong method (the exact slope, a central difference for `automatic`, a NumPy HVP, the ordinary HVP or a
   checkpoint around a gradient function for `hvp_remat`, a written-down slope for `finite`) lands at least
   `separation` tolerances away;
-- nothing a file can read changes: residual texts, compiled memory figures, JAX's public names;
+- nothing a file can read changes: residual texts, compiled memory figures, JAX's public names, and the jaxprs and
+  lowered text of the lesson's functions and their derivatives (value, grad, HVP, jvp) with constants masked;
 - the lesson's own assertions still pass.
 """
 

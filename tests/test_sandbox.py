@@ -347,6 +347,25 @@ def test_huge_output_keeps_head_and_tail_and_counts_every_byte():
     assert kept >= FAST.output_keep_bytes - 2
 
 
+def test_a_flood_past_the_read_limit_is_not_read_and_costs_the_grader_little():
+    """Past `output_read_bytes` the grader reads nothing more of a run's output: the flood's next write waits (it
+    never reaches the grader's process), the run ends at its limits, and the grader's thread spent little CPU."""
+    limits = replace(EXACT, wall_seconds=4, soft_seconds=2, output_read_bytes=8 * 1024**2)
+    started = time.thread_time()
+    snap, raw = run("""
+        import sys
+        kept = 'yes'
+        chunk = 'x' * (1 << 20)
+        while True:
+            sys.stdout.write(chunk)
+    """, ["kept"], limits=limits)
+    spent = time.thread_time() - started
+    assert raw.output_unread and snap.output_unread
+    assert limits.output_read_bytes <= snap.output_bytes < limits.output_read_bytes + (1 << 17)
+    assert snap.values == {"kept": "yes"}
+    assert spent < 1.0, f"the grader's thread spent {spent:.2f} CPU-s on a run it stopped reading"
+
+
 def test_syntax_error_late_in_the_file_runs_the_prefix():
     snap, _ = run("""
         a = 1

@@ -52,6 +52,7 @@ from test_paths_agree import messages, output_messages
 
 import grader.cli.batch
 import grader.config.assignment
+from grader.grading.record_limits import RECORD_BYTES
 from grader.intake.discovery import entry_id, safe_filename
 from grader.lms.autograder_zip import write_autograder_zip
 from grader.outputs.results_folder import OWNER_FILE
@@ -358,6 +359,23 @@ def test_every_entry_has_a_record_and_a_row_in_every_csv(batch: Batch) -> None:
         for row in rows:   # OWASP: no cell a spreadsheet would run as a formula
             for cell in row:
                 assert not cell.startswith(("=", "+", "@")) and not (cell.startswith("-") and cell != "--"), (name, cell)
+
+
+@pytest.mark.slow
+def test_every_file_of_a_record_stays_small(batch: Batch) -> None:
+    """Whatever a run sends (floods, huge values a check quotes, huge figure data), each file of its record is at
+    most RECORD_BYTES; a record whose texts were cut says what (`capped`), and the summary would name it."""
+    for case, record in batch.records.items():
+        name = safe_filename(record["submission"])
+        files = [batch.out / f"{name}{suffix}" for suffix in (".json", ".feedback.md", ".feedback.html")]
+        files.append(batch.out / "gradescope" / f"{name}.json")
+        assert files[0].exists(), (case, files[0])
+        for path in files:
+            if path.exists():
+                assert path.stat().st_size <= RECORD_BYTES, (case, path.name, path.stat().st_size)
+    amplified = [batch.records[case] for case in ("feedback_amplifier", "output_flood") if case in batch.records]
+    for record in amplified:
+        assert record.get("capped"), record["submission"]
 
 
 @pytest.mark.slow

@@ -332,3 +332,25 @@ def test_the_channel_refuses_too_many_objects_before_parsing_them():
     payload = b'{"type": "value", "v": [' + b"{}," * 5000 + b"{}]}"
     reader.feed(struct.pack(">I", len(payload)) + payload)
     assert reader.frames == [] and "more than 1000 objects" in reader.problem
+
+
+def test_the_channel_keeps_no_frame_nobody_reads():
+    """Frames of a type the snapshot never reads (4-byte-wide strings, 8 MiB a frame) are parsed and dropped: the
+    grader's memory does not hold what a run sends for nothing."""
+    import json
+    import struct
+    import tracemalloc
+
+    from grader.sandbox.process import FrameReader
+
+    reader = FrameReader(budget=64 * 2**20)
+    junk = json.dumps({"type": "junk", "text": "\U0001F600" * (2 * 2**20 - 64)}, ensure_ascii=False).encode()
+    kept = json.dumps({"type": "value", "name": "x", "stmt": 1, "value": 1}).encode()
+    tracemalloc.start()
+    for payload in (junk, junk, junk, kept):
+        reader.feed(struct.pack(">I", len(payload)) + payload)
+    retained, _ = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    assert reader.problem is None and reader.ignored == 3
+    assert [frame["type"] for frame in reader.frames] == ["value"]
+    assert retained < 2**20, f"{retained} bytes retained after three ignored 8 MiB frames"

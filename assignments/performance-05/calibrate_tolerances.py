@@ -30,7 +30,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 
 WORLD = r'''
-import contextlib, importlib.util, io, json, sys
+import contextlib, importlib.util, io, json, re, sys
 from pathlib import Path
 import numpy as np
 ROOT = Path(sys.argv[1]); sys.path.insert(0, str(ROOT)); seed = int(sys.argv[2])
@@ -67,7 +67,21 @@ def facts():
         memory.append([m.argument_size_in_bytes, m.output_size_in_bytes, m.temp_size_in_bytes, m.alias_size_in_bytes])
     names = [id(jnp.tanh), id(jax.nn.tanh), id(lax.tanh), id(jax.checkpoint), id(jax.remat), id(jax.grad), id(jax.jit),
              sorted(vars(jax.checkpoint)) if hasattr(jax.checkpoint, "__dict__") else []]
-    return {"texts": texts, "memory": memory, "names": names}
+    # the programs a file can print: jaxprs and lowered text of the lesson's derivatives, constants masked
+    tangent = jnp.linspace(-1.0, 1.0, x.shape[0])
+    programs = {"grad": lambda fn: jax.grad(fn), "hvp": lambda fn: lambda p: jax.jvp(jax.grad(fn), (p,), (tangent,))[1],
+                "value": lambda fn: fn, "directional": lambda fn: lambda p: jax.jvp(fn, (p,), (jnp.ones_like(p),))[1]}
+    shown = []
+    for fn in fns:
+        for form in programs.values():
+            shown.append(masked(str(jax.make_jaxpr(form(fn))(x))))
+            shown.append(masked(jax.jit(form(fn)).lower(x).as_text()))
+    return {"texts": texts, "memory": memory, "names": names, "programs": shown}
+
+def masked(text):
+    """A program's text with its numeric constants masked: what differs between the worlds are amounts, never shape."""
+    text = re.sub(r"dense<[^>]*>", "dense<#>", text)
+    return re.sub(r"(?<![\w.])-?\d+\.\d*(?:e[-+]?\d+)?|(?<![\w.])\d+e[-+]?\d+", "#", text)
 
 spec = importlib.util.spec_from_file_location("setup", ROOT / "assignments/performance-05/scenario_setup.py")
 setup = importlib.util.module_from_spec(spec); spec.loader.exec_module(setup)

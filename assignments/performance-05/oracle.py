@@ -459,8 +459,9 @@ def scenario_parameters(scenario: str, seed: int, batch_seed: int, settings: Any
     rules = size_nudges(seed, batch_seed, scenario, settings).rules
     change = rules.change
     assert change is not None
-    if scenario not in CHANGED_SCENARIOS:
-        rules, change = Rules(), ValueChange(change.center, change.path, change.lift, 0.0, change.span, change.across)
+    if scenario not in CHANGED_SCENARIOS:   # the same terms with zero amounts: the same equations in every program
+        rules = Rules(tuple((0.0, w, p) for _, w, p in rules.terms))
+        change = ValueChange(change.center, change.path, change.lift, 0.0, change.span, change.across)
     return {"slope_terms": [list(term) for term in rules.terms], "tanh_curvature": rules.curvature,
             "checkpoint_curvature": rules.checkpoint_curvature, "center": change.center.tolist(),
             "path": change.path.tolist(), "lift": change.lift.tolist(), "scale": change.scale, "span": change.span,

@@ -59,3 +59,11 @@ def parses(code: str, mode: str = "exec") -> bool:
     except (SyntaxError, ValueError):
         return False
     return True
+
+
+def cut(text: str, limit: int) -> str:
+    """`text` as it is when at most `limit` characters, else its first `limit` characters and "… cut, N characters"
+    (N: how many were dropped). Lines are kept: this bounds a text a record or a page holds, it does not reflow it."""
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}… cut, {len(text) - limit} characters"

@@ -20,6 +20,15 @@ from grader.grading.engine import (
     run_checks,
     scenario_notes,
 )
+from grader.grading.record_limits import (
+    OUTPUT_CHARS,
+    bounded_errors,
+    bounded_feedback,
+    bounded_figure,
+    bounded_messages,
+    bounded_output,
+    capped_texts,
+)
 from grader.grading.reference_runs import reference_runs
 from grader.intake.discovery import Submission
 from grader.intake.regions import Exercises
@@ -68,7 +77,7 @@ def grade(assignment: Assignment, submission: Submission, facts: dict, variant_s
         record = grader_fault_record(assignment, submission, f"the grader's check {', '.join(c.id for c in unjudged)} "
                                      "failed on its own (a bug in the grader, not in your work)", variant_seed,
                                      "\n".join(c.grader_error for c in unjudged))
-        record["check_errors"] = {c.id: c.grader_error for c in checks if c.grader_error}
+        record["check_errors"] = bounded_errors({c.id: c.grader_error for c in checks if c.grader_error})
         record["unscored_checks"] = [check_record(c) for c in checks]   # the instructor's: what the checks found
         return record
     baseline = snapshots["baseline"]
@@ -87,13 +96,16 @@ def grade(assignment: Assignment, submission: Submission, facts: dict, variant_s
                       output=_output(baseline), runs={n: run_summary(s) for n, s in snapshots.items()})
     record["explanations"] = {c.id: c.explanation for c in checks if c.explanation}   # instructor only
     if broken:
-        record["check_errors"] = broken   # for the instructor: check id -> where it raised, and why it was charged
+        record["check_errors"] = bounded_errors(broken)   # for the instructor: check id -> where it raised, and why it was charged
     reported = reported_faults(snapshots)
     if reported:
-        record["reported_grader_faults"] = reported   # for the instructor: not trusted, not excused
+        # for the instructor: not trusted, not excused
+        record["reported_grader_faults"] = {name: bounded_messages(found) for name, found in reported.items()}
     if assignment.figure_name:
-        record["figures"] = {name: json_safe(snapshot.values.get(assignment.figure_name))
-                             for name, snapshot in snapshots.items()}
+        figures = {name: json_safe(snapshot.values.get(assignment.figure_name)) for name, snapshot in snapshots.items()}
+        record["figures"] = {name: bounded_figure(figure) for name, figure in figures.items()}
+        if not_kept := tuple(name for name, figure in figures.items() if record["figures"][name] is not figure):
+            record["capped"] = record.get("capped", []) + capped_texts({}, [], False, not_kept)
     return record
 
 
@@ -178,7 +190,7 @@ def assemble(assignment: Assignment, submission: Submission, status: str, checks
         "max_score": assignment.max_score,
         "groups": groups,
         "checks": [check_record(c) for c in checks],
-        "messages": messages,
+        "messages": bounded_messages(messages),
         "environment": environment(),
         "variant_seed": variant_seed,
         "sha256": submission.sha256,
@@ -188,12 +200,15 @@ def assemble(assignment: Assignment, submission: Submission, status: str, checks
         record["runs"] = runs
     if output:
         record["output"] = output
+    capped = capped_texts({c.id: c.feedback for c in checks}, messages, bool(output and output["omitted_bytes"]))
+    if capped:
+        record["capped"] = capped
     return record
 
 
 def check_record(check: CheckResult) -> CheckRecord:
     return {"id": check.id, "group": check.group, "score": check.score, "max_score": check.max_score,
-            "visibility": check.visibility, "feedback": check.feedback}
+            "visibility": check.visibility, "feedback": bounded_feedback(check.feedback)}
 
 
 def run_summary(snapshot: Snapshot) -> RunSummary:
@@ -210,8 +225,9 @@ def run_summary(snapshot: Snapshot) -> RunSummary:
 
 
 def _output(snapshot: Snapshot) -> OutputExcerpt:
-    kept = len(snapshot.output_head.encode()) + len(snapshot.output_tail.encode())
-    return {"head": snapshot.output_head, "tail": snapshot.output_tail, "bytes": snapshot.output_bytes,
+    head, tail = bounded_output(snapshot.output_head, snapshot.output_tail)
+    kept = len(head.encode()) + len(tail.encode())
+    return {"head": head, "tail": tail, "bytes": snapshot.output_bytes,
             "omitted_bytes": max(0, snapshot.output_bytes - kept)}
 
 
@@ -268,9 +284,12 @@ def run_messages(assignment: Assignment, scenario: str, snap: Snapshot, baseline
         messages.append(f"{run}, {snap.channel_problem}.")
     if assignment.evidence and (not snap.evidence.installed or snap.evidence.problem) and snap.ending != "setup_failed":
         messages.append(f"{run}, {evidence_note(snap)}")
-    if snap.output_bytes > limits.output_keep_bytes:
+    if snap.output_unread:
+        messages.append(f"{run}, your program printed more than {limits.output_read_bytes // 2**20} MiB; the grader "
+                        "read no more of its output, so its next print waited until the time limit.")
+    elif snap.output_bytes > min(limits.output_keep_bytes, 2 * OUTPUT_CHARS):
         messages.append(f"{run}, your program printed {snap.output_bytes} bytes; only the first and last "
-                        f"{limits.output_keep_bytes // 2} bytes were kept.")
+                        f"{min(limits.output_keep_bytes // 2, OUTPUT_CHARS)} characters are shown.")
     return messages
 
 

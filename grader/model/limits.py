@@ -16,6 +16,8 @@ class Limits:
     file_size_bytes: int = 64 * 1024**2
     max_processes: int = 256
     output_keep_bytes: int = 1024**2
+    output_read_bytes: int = 512 * 1024**2   # past this the grader reads no more of a run's output (its next print
+                                             # waits until its limits): a flood costs the grader at most this
     channel_max_bytes: int = 32 * 1024**2
     channel_max_objects: int = 250_000     # JSON objects, arrays, items and members, counted before parsing
     value_max_bytes: int = 1024**2

@@ -50,6 +50,9 @@ def limit_notes(record: Record) -> list[str]:
     for scenario, run in (record.get("runs") or {}).items():
         if isinstance(run, dict) and run.get("ending") in LIMIT_ENDINGS and not any(scenario in n for n in notes):
             notes.append(f"The {scenario} run ended with {run['ending']}.")
+    capped = record.get("capped")
+    if isinstance(capped, list) and capped:   # grading/record_limits.py: texts a run made too long for a record
+        notes.append(f"Cut to the record's limits: {', '.join(str(part) for part in capped)}.")
     return notes
 
 

@@ -11,6 +11,7 @@ from grader.config.assignment import Assignment, Scenario
 from grader.intake.notebook import Cell
 from grader.model.job import Job, new_job
 from grader.model.limits import Limits
+from grader.runs.seed_memo import remembered
 from grader.runs.snapshot import Snapshot, build_snapshot
 from grader.sandbox.process import RawRun, run_job
 
@@ -42,7 +43,8 @@ _SUITABLE: dict[tuple[str, int, frozenset[int]], int] = {}
 def _suitable_for(assignment: Assignment, requested: int, rejected: frozenset[int]) -> int:
     key = (assignment.fingerprint, requested, rejected)
     if key not in _SUITABLE:
-        _SUITABLE[key] = _first_suitable(assignment, requested, rejected)
+        _SUITABLE[key] = remembered(assignment.id, assignment.fingerprint, requested, rejected,
+                                    lambda: _first_suitable(assignment, requested, rejected))
     return _SUITABLE[key]
 
 

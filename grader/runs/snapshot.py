@@ -85,6 +85,7 @@ class Snapshot:
     output_head: str = ""
     output_tail: str = ""
     output_bytes: int = 0
+    output_unread: bool = False          # it printed past the grader's read limit: the rest was never read
     channel_problem: str | None = None
     seconds: float = 0.0
     cpu_seconds: float | None = None      # where the runner measures them (the fork server)
@@ -130,6 +131,7 @@ class Snapshot:
 def build_snapshot(raw: RawRun, scenario: str, seed: int | None) -> Snapshot:
     """Fold a run's frames into a Snapshot; a frame that does not fit the schema is ignored and noted."""
     snap = Snapshot(scenario=scenario, seed=seed, returncode=raw.returncode, output_bytes=raw.output_bytes,
+                    output_unread=raw.output_unread,
                     output_head=raw.output_head.decode("utf-8", "replace"),
                     output_tail=raw.output_tail.decode("utf-8", "replace"),
                     channel_problem=raw.channel_problem, seconds=raw.seconds, isolation=raw.isolation,

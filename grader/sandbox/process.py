@@ -45,6 +45,10 @@ COMPILE_CACHE_PATH = "/tmp/grader-compile-cache"   # where a run sees JAX's comp
 CHILD_MODULES = tuple(sorted(p.name for p in CHILD_DIR.glob("*.py") if p.name != "__init__.py"))
 CHANNEL_FD = 3
 MAX_FRAME_BYTES = 8 * 1024 * 1024
+# The frame types the harness sends (grader/sandbox/child/) and runs/snapshot.py reads: any other is dropped as it
+# is parsed, so what a run sends that nobody reads never stays in the grader's memory.
+FRAME_TYPES = frozenset({"value", "probe", "evaluation", "sighting", "statement", "syntax_error",
+                         "evidence_installed", "evidence_problem", "done"})
 
 
 @dataclass
@@ -55,6 +59,7 @@ class RawRun:
     output_head: bytes = b""
     output_tail: bytes = b""
     output_bytes: int = 0
+    output_unread: bool = False            # it printed past `output_read_bytes`: the rest was never read
     returncode: int | None = None
     killed_at_wall_limit: bool = False
     channel_problem: str | None = None
@@ -116,6 +121,7 @@ class FrameReader:
         self.objects = 0
         self.buffer = bytearray()
         self.frames: list[dict] = []
+        self.ignored = 0                     # frames of a type nobody reads: parsed, counted, not kept
         self.received = 0
         self.problem: str | None = None
 
@@ -134,7 +140,8 @@ class FrameReader:
                 return
             if len(self.buffer) < 4 + size:
                 return
-            payload = bytes(self.buffer[4 : 4 + size])
+            with memoryview(self.buffer) as view:
+                payload = bytes(view[4 : 4 + size])
             del self.buffer[: 4 + size]
             self.objects += sum(payload.count(mark) for mark in (b"{", b"[", b",", b":"))
             if self.objects > self.max_objects:
@@ -149,7 +156,10 @@ class FrameReader:
             if not isinstance(frame, dict) or not isinstance(frame.get("type"), str):
                 self.problem = "the data channel carried a malformed frame; the rest was ignored"
                 return
-            self.frames.append(frame)
+            if frame["type"] in FRAME_TYPES:
+                self.frames.append(frame)
+            else:
+                self.ignored += 1
 
 
 def child_environment(workdir: Path) -> dict[str, str]:
@@ -408,6 +418,9 @@ def pump(out_fd: int, channel_fd: int, limits: Limits, raw: RawRun, time_left: C
                 open_fds.discard(fd)
             elif fd == out_fd:
                 output.feed(data)
+                if output.total >= limits.output_read_bytes:   # a flood: read no more (its writes block, free to us)
+                    open_fds.discard(fd)
+                    raw.output_unread = True
             elif fd == control_fd:
                 control += data[: max(0, CONTROL_MAX_BYTES - len(control))]
             else:
