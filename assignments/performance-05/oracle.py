@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import importlib.util
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -201,7 +202,9 @@ class Oracle:
     setup: tuple[str, ...] = ()      # the scenario's set-up functions (what its compiler reports depends on them)
     rules: Rules = TRUE
     batch_seed: int | None = None    # the grading run's random seed (the baseline's memory offsets come from it)
-    _hessians: dict = field(default_factory=dict, repr=False, compare=False)
+    # what is computed once per oracle (hessians, gradients, values, differences): checks ask again and again;
+    # not an init field, so dataclasses.replace never hands one oracle's results to another
+    _memo: dict = field(default_factory=dict, init=False, repr=False, compare=False)
 
     @property
     def ones(self) -> np.ndarray:
@@ -211,19 +214,24 @@ class Oracle:
         """What evaluating the objective at a point returns in this scenario's runs."""
         return self.rules.value(self.w, np.asarray(point, dtype=np.float64))
 
+    def _once(self, key: Any, compute: Callable[[], Any]) -> Any:
+        if key not in self._memo:
+            self._memo[key] = compute()
+        return self._memo[key]
+
     @property
     def value(self) -> float:
-        return self.value_at(self.x)
+        return self._once("value", lambda: self.value_at(self.x))
 
     @property
     def gradient(self) -> np.ndarray:
-        """The true gradient: what the lesson's NumPy recurrence computes."""
-        return gradient(self.w, self.x)
+        """The true gradient: what the lesson's NumPy recurrence computes (a copy: a caller may change it)."""
+        return self._once("gradient", lambda: gradient(self.w, self.x)).copy()
 
     @property
     def autodiff_gradient(self) -> np.ndarray:
         """What JAX's autodiff of the objective returns in this scenario's runs."""
-        return gradient(self.w, self.x, self.rules)
+        return self._once("autodiff_gradient", lambda: gradient(self.w, self.x, self.rules)).copy()
 
     def gradient_at(self, point: np.ndarray) -> np.ndarray:
         return gradient(self.w, np.asarray(point, dtype=np.float64))
@@ -236,15 +244,15 @@ class Oracle:
     def hessian(self, checkpointed: bool = False) -> np.ndarray:
         """The matrix of `hvp` (columns: H e_i), computed once per oracle: every candidate direction is a product."""
         key = "rematerialized" if checkpointed else "ordinary"
-        if key not in self._hessians:
-            self._hessians[key] = np.stack([self.hvp(e, checkpointed) for e in np.eye(len(self.x))], axis=1)
-        return self._hessians[key]
+        if key not in self._memo:
+            self._memo[key] = np.stack([self.hvp(e, checkpointed) for e in np.eye(len(self.x))], axis=1)
+        return self._memo[key]
 
     @property
     def true_hessian(self) -> np.ndarray:
-        if "true" not in self._hessians:
-            self._hessians["true"] = np.stack([self.true_hvp(e) for e in np.eye(len(self.x))], axis=1)
-        return self._hessians["true"]
+        if "true" not in self._memo:
+            self._memo["true"] = np.stack([self.true_hvp(e) for e in np.eye(len(self.x))], axis=1)
+        return self._memo["true"]
 
     def true_hvp(self, v: np.ndarray) -> np.ndarray:
         """The exact Hessian-vector product of the function itself (what a NumPy HVP computes)."""
@@ -279,8 +287,12 @@ class Oracle:
     def central_differences(self, eps: float, rules: Rules | None = None) -> list[float]:
         """(f(x + eps v) - f(x - eps v)) / 2 eps of this scenario's evaluations at each of `step_points`."""
         rules = self.rules if rules is None else rules
-        return [(rules.value(self.w, plus) - rules.value(self.w, minus)) / (2.0 * eps)
-                for plus, minus in self.step_points(eps)]
+
+        def compute() -> list[float]:
+            return [(rules.value(self.w, plus) - rules.value(self.w, minus)) / (2.0 * eps)
+                    for plus, minus in self.step_points(eps)]
+        kept = "own" if rules is self.rules else "true" if rules is TRUE else None
+        return list(self._once(("central", float(eps), kept), compute)) if kept else compute()
 
     def one_sided_differences(self, eps: float) -> dict[str, float]:
         return {"forward": forward_difference(self.w, self.x, self.ones, eps, self.rules),
