@@ -465,14 +465,20 @@ def size_nudges(seed: int, batch_seed: int, scenario: str, settings: Any) -> Nud
 CHANGED_SCENARIOS = ("variant",)   # the others install the same machinery with every change zero (no mark tells them apart)
 
 
+BASELINE_FREQUENCY, BASELINE_PHASE = 1.5, 0.25   # any values XLA cannot simplify away (not 1 and 0)
+
+
 def scenario_parameters(scenario: str, seed: int, batch_seed: int, settings: Any) -> dict[str, Any]:
     """What the scenario's set-up functions receive beyond [parameters]: the sized changes, or (in a scenario that
     changes nothing) zeros, so that the same rules are installed in every world and a file cannot tell them apart."""
     rules = size_nudges(seed, batch_seed, scenario, settings).rules
     change = rules.change
     assert change is not None
-    if scenario not in CHANGED_SCENARIOS:   # the same terms with zero amounts: the same equations in every program
-        rules = Rules(tuple((0.0, w, p) for _, w, p in rules.terms))
+    if scenario not in CHANGED_SCENARIOS:
+        # as many terms with zero amounts: the same equations in every program. Their frequency and phase are fixed
+        # (not the batch's), so the baseline's programs are the same in every batch and its compiled programs are
+        # reused (drawn ones cost every baseline run its compiles: 2.5x its CPU).
+        rules = Rules(tuple((0.0, BASELINE_FREQUENCY, BASELINE_PHASE) for _ in rules.terms))
         change = ValueChange(change.center, change.path, change.lift, 0.0, change.span, change.across)
     return {"slope_terms": [list(term) for term in rules.terms], "tanh_curvature": rules.curvature,
             "checkpoint_curvature": rules.checkpoint_curvature, "center": change.center.tolist(),
