@@ -75,3 +75,31 @@ def test_figure_data_too_large_is_not_kept():
     large = {"kind": "panels", "panels": [{"y": ["yyyy"] * 100_000}]}
     kept = bounded_figure(large)
     assert isinstance(kept, str) and kept.startswith("(not kept: ")
+
+
+def test_escaping_cannot_outgrow_the_record_size(assignment, tmp_path):
+    """Control characters and non-ASCII text grow up to six-fold once written as JSON: the last guard (`fit`) cuts
+    every text until the written record fits, and says so."""
+    from grader.grading.record_limits import fit
+
+    record = amplified_record(assignment, tmp_path)
+    for check in record["checks"]:
+        check["feedback"] = "\x01\u00e9" * 2000
+    record["explanations"] = {c["id"]: {"baseline": {"feedback": "\x02" * 2000, "values": {"x": "\x03" * 400}}}
+                              for c in record["checks"]}
+    assert len(record_to_json(record).encode()) > RECORD_BYTES
+    fit(record, lambda kept: len(record_to_json(kept).encode()))
+    assert len(record_to_json(record).encode()) <= RECORD_BYTES
+    assert "every text, to fit the record's size" in record["capped"]
+
+
+def test_the_output_kept_is_its_beginning_and_its_end():
+    from grader.grading.record_limits import OUTPUT_CHARS, bounded_output
+
+    printed = "".join(f"line {n}\n" for n in range(10_000))
+    head, tail = bounded_output(printed, "", False)
+    assert printed.startswith(head) and printed.endswith(tail) and len(head) == len(tail) == OUTPUT_CHARS
+    short = "a" * (OUTPUT_CHARS + 10)
+    assert bounded_output(short, "", False) == (short[:OUTPUT_CHARS], short[OUTPUT_CHARS:])
+    assert bounded_output("HEAD" * 10_000, "TAIL" * 10_000, True) == (("HEAD" * 10_000)[:OUTPUT_CHARS],
+                                                                       ("TAIL" * 10_000)[-OUTPUT_CHARS:])

@@ -28,11 +28,12 @@ from grader.grading.record_limits import (
     bounded_messages,
     bounded_output,
     capped_texts,
+    fit,
 )
 from grader.grading.reference_runs import reference_runs
 from grader.intake.discovery import Submission
 from grader.intake.regions import Exercises
-from grader.model.record import CheckRecord, GroupScore, OutputExcerpt, Record, RunSummary
+from grader.model.record import CheckRecord, GroupScore, OutputExcerpt, Record, RunSummary, record_to_json
 from grader.model.verdicts import ISOLATION_PREFIX, STOPPED_ENDINGS
 from grader.runs.jobs import Runner, run_scenario, scenario_seed, setup_parameters, variant_seed_for
 from grader.runs.places import failure_place
@@ -106,6 +107,7 @@ def grade(assignment: Assignment, submission: Submission, facts: dict, variant_s
         record["figures"] = {name: bounded_figure(figure) for name, figure in figures.items()}
         if not_kept := tuple(name for name, figure in figures.items() if record["figures"][name] is not figure):
             record["capped"] = record.get("capped", []) + capped_texts({}, [], False, not_kept)
+    fit(cast(dict, record), lambda kept: len(record_to_json(cast(Record, kept)).encode()))   # the last guard
     return record
 
 
@@ -225,7 +227,8 @@ def run_summary(snapshot: Snapshot) -> RunSummary:
 
 
 def _output(snapshot: Snapshot) -> OutputExcerpt:
-    head, tail = bounded_output(snapshot.output_head, snapshot.output_tail)
+    sandbox_kept = len(snapshot.output_head.encode()) + len(snapshot.output_tail.encode())
+    head, tail = bounded_output(snapshot.output_head, snapshot.output_tail, snapshot.output_bytes > sandbox_kept)
     kept = len(head.encode()) + len(tail.encode())
     return {"head": head, "tail": tail, "bytes": snapshot.output_bytes,
             "omitted_bytes": max(0, snapshot.output_bytes - kept)}

@@ -11,6 +11,7 @@ with hostile runs).
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 from grader.common.text import cut
@@ -35,9 +36,35 @@ def bounded_messages(messages: list[str]) -> list[str]:
     return kept
 
 
-def bounded_output(head: str, tail: str) -> tuple[str, str]:
-    """The head's first and the tail's last OUTPUT_CHARS characters (what is dropped is counted by the caller)."""
-    return head[:OUTPUT_CHARS], tail[-OUTPUT_CHARS:] if len(tail) > OUTPUT_CHARS else tail
+def bounded_output(head: str, tail: str, omitted: bool) -> tuple[str, str]:
+    """The first and the last OUTPUT_CHARS characters of what the run printed (`head` and `tail` as the sandbox kept
+    them; `omitted`: it dropped a middle already). What is dropped is counted by the caller."""
+    if omitted:
+        return head[:OUTPUT_CHARS], tail[-OUTPUT_CHARS:]
+    whole = head + tail
+    if len(whole) <= 2 * OUTPUT_CHARS:
+        return whole[:OUTPUT_CHARS], whole[OUTPUT_CHARS:]
+    return whole[:OUTPUT_CHARS], whole[-OUTPUT_CHARS:]
+
+
+def fit(record: dict[str, Any], encoded_size: Callable[[dict[str, Any]], int]) -> None:
+    """The last guard: where escaping made the texts above larger than RECORD_BYTES once written (`encoded_size`),
+    cut every check's feedback, explanation and message shorter, halving until the record fits."""
+    limit = FEEDBACK_CHARS
+    while encoded_size(record) > RECORD_BYTES and limit > 50:
+        limit //= 2
+        for check in record.get("checks", []):
+            check["feedback"] = cut(check["feedback"], limit)
+        for worlds in (record.get("explanations") or {}).values():
+            for entry in worlds.values() if isinstance(worlds, dict) else ():
+                if isinstance(entry, dict):
+                    entry.pop("values", None)
+                    entry["feedback"] = cut(str(entry.get("feedback", "")), limit)
+        record["messages"] = [cut(message, limit) for message in record.get("messages", [])]
+        output = record.get("output")
+        if output:
+            output["head"], output["tail"] = output["head"][:limit], output["tail"][-limit:]
+        record["capped"] = sorted(set(record.get("capped", [])) | {"every text, to fit the record's size"})
 
 
 def bounded_errors(errors: dict[str, str]) -> dict[str, str]:
