@@ -137,8 +137,8 @@ def code_batch(assignment, tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def third_batch(assignment, tmp_path_factory):
-    """The planted, ring and value files beside a third of the other honest files (the size the slow test grades:
-    about fifty submissions, where 5 % of the class is less than six)."""
+    """The planted, ring and value files beside a third of the other honest files (about fifty submissions, where
+    5 % of the class is less than six; the slow test grades a sixth of them for real)."""
     root = tmp_path_factory.mktemp("similarity-third")
     batch, out = root / "submissions", root / "results"
     batch.mkdir()
@@ -359,9 +359,9 @@ def test_the_similarity_section_renders_in_headless_chromium(code_batch, tmp_pat
 def test_graded_batch_finds_planted_code_and_values_and_shows_students_nothing(assignment, tmp_path):
     batch, out = tmp_path / "submissions", tmp_path / "results"
     batch.mkdir()
-    # Graded for real: the planted and value files with their sources and a third of the other honest files (each
+    # Graded for real: the planted and value files with their sources and a sixth of the other honest files (each
     # costs two sandboxed runs; every honest pair's code is compared without grading above).
-    planted, _ = build_batch(batch, assignment.contract, every=3)
+    planted, _ = build_batch(batch, assignment.contract, every=6)
     assert main(["grade", str(batch), "--out", str(out), "--variant-seed", "7"]) in (0, 1)
     rows = list(csv.DictReader(io.StringIO((out / "similarity.csv").read_text())))
     flagged = {frozenset((r["a"], r["b"])) for r in rows if r["kind"] == "pair" and r["flagged"] == "yes"}

@@ -326,7 +326,7 @@ def test_markdown_lines_from_a_run_are_inert_and_fences_cannot_close_early():
 def test_the_channel_refuses_too_many_objects_before_parsing_them():
     import struct
 
-    from grader.sandbox.process import FrameReader
+    from grader.sandbox.frames import FrameReader
 
     reader = FrameReader(budget=64 * 2**20, max_objects=1000)
     payload = b'{"type": "value", "v": [' + b"{}," * 5000 + b"{}]}"
@@ -341,7 +341,7 @@ def test_the_channel_keeps_no_frame_nobody_reads():
     import struct
     import tracemalloc
 
-    from grader.sandbox.process import FrameReader
+    from grader.sandbox.frames import FrameReader
 
     reader = FrameReader(budget=64 * 2**20)
     junk = json.dumps({"type": "junk", "text": "\U0001F600" * (2 * 2**20 - 64)}, ensure_ascii=False).encode()

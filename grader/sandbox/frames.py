@@ -1,0 +1,69 @@
+"""The data channel's frames as the grader parses them: length-prefixed JSON, bounded before it is parsed."""
+
+from __future__ import annotations
+
+import json
+import struct
+
+from grader.model.limits import Limits
+
+MAX_FRAME_BYTES = 8 * 1024 * 1024
+# The frame types the harness sends (grader/sandbox/child/) and runs/snapshot.py reads: any other is dropped as it
+# is parsed, so what a run sends that nobody reads never stays in the grader's memory.
+FRAME_TYPES = frozenset({"value", "probe", "evaluation", "sighting", "statement", "syntax_error",
+                         "evidence_installed", "evidence_problem", "done"})
+
+
+class FrameReader:
+    """Parses length-prefixed JSON frames; stops (and says why) on garbage or when over its budgets.
+
+    Bounded in bytes (the channel as a whole and each frame) and in JSON values: every `{`, `[`, `,` and `:` of a
+    frame is counted before it is parsed (each object, array, item and member costs one), so 30 MiB of
+    `[{},{},...]` or of `[1.5,2.5,...]` costs a refusal, not gigabytes of dicts or floats. Commas and colons
+    inside strings count too: the count can only overstate what parsing would build."""
+
+    def __init__(self, budget: int, max_objects: int = Limits.channel_max_objects):
+        self.budget = budget
+        self.max_objects = max_objects
+        self.objects = 0
+        self.buffer = bytearray()
+        self.frames: list[dict] = []
+        self.ignored = 0                     # frames of a type nobody reads: parsed, counted, not kept
+        self.received = 0
+        self.problem: str | None = None
+
+    def feed(self, data: bytes) -> None:
+        if self.problem:
+            return
+        self.received += len(data)
+        if self.received > self.budget:
+            self.problem = f"the run streamed more than {self.budget} bytes of data; the rest was ignored"
+            return
+        self.buffer += data
+        while len(self.buffer) >= 4:
+            (size,) = struct.unpack(">I", self.buffer[:4])
+            if size > MAX_FRAME_BYTES:
+                self.problem = "the data channel carried an oversized frame; the rest was ignored"
+                return
+            if len(self.buffer) < 4 + size:
+                return
+            with memoryview(self.buffer) as view:
+                payload = bytes(view[4 : 4 + size])
+            del self.buffer[: 4 + size]
+            self.objects += sum(payload.count(mark) for mark in (b"{", b"[", b",", b":"))
+            if self.objects > self.max_objects:
+                self.problem = (f"the data channel carried more than {self.max_objects} objects and values; "
+                                "the rest was ignored")
+                return
+            try:
+                frame = json.loads(payload)
+            except (ValueError, RecursionError):
+                self.problem = "the data channel carried something that is not JSON; the rest was ignored"
+                return
+            if not isinstance(frame, dict) or not isinstance(frame.get("type"), str):
+                self.problem = "the data channel carried a malformed frame; the rest was ignored"
+                return
+            if frame["type"] in FRAME_TYPES:
+                self.frames.append(frame)
+            else:
+                self.ignored += 1
