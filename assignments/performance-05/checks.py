@@ -95,7 +95,51 @@ def _reports(run):
     for label, lines in zip(LABELS, reports):
         assert isinstance(lines, (list, tuple)) and all(isinstance(line, str) for line in lines), (
             f"The {label} entry of `reports` should be a list of the printed residual lines (strings); found {describe(lines)}.")
-    return [list(lines) for lines in reports]
+    reports = [list(lines) for lines in reports]
+    _printed_for_own_functions(run, reports)
+    return reports
+
+
+# A source position as print_saved_residuals names it: "from <file>:<line>:<column> (<function>)".
+POSITION = re.compile(r"(\S+):(\d+):(\d+) \(([^()\n]{0,200})\)")
+
+
+def _positions(lines):
+    return sorted(match.group(0) for line in lines for match in POSITION.finditer(line[:2000]))
+
+
+def _two_line_lists(value):
+    return (isinstance(value, (list, tuple)) and len(value) == 2
+            and all(isinstance(lines, (list, tuple)) and all(isinstance(line, str) for line in lines) for lines in value))
+
+
+def _printed_for_own_functions(run, reports):
+    """`reports` must be what print_saved_residuals printed in this run for the file's own `plain` and `remat`: the
+    residual_reports probe asks JAX the same about them, and each list must name the same source positions (where
+    in the file each saved value is computed). Lines pasted from the lesson page name the page's positions, and
+    made-up lines none. Any answer of the probe in the run counts (the file may change its functions later); a JAX
+    that cannot be asked (the probe answers None) leaves the reports unjudged by this."""
+    history = run.snapshot.probe_history.get("residual_reports", [])
+    assert history, ("The grader could not ask JAX about your `plain` and `remat` at `x` (they were never all "
+                     "defined), so nothing shows these residual lists came from them.")
+    answers = [value for _, _, value, error in history if not error]
+    if not answers:
+        run.probe("residual_reports")   # raises with what calling the file's functions raised
+    printed = [value for value in answers if _two_line_lists(value)]
+    if not printed:
+        return
+    wanted = [_positions(lines) for lines in reports]
+    if any([_positions(lines) for lines in answer] == wanted for answer in printed):
+        return
+    latest = [_positions(lines) for lines in printed[-1]]
+    index = next((i for i in range(2) if wanted[i] != latest[i]), 0)
+    named = ", ".join(f"`{p}`" for p in sorted(set(wanted[index]))[:2]) or "no source position"
+    truth = ", ".join(f"`{p}`" for p in sorted(set(latest[index]))[:2]) or "none"
+    raise AssertionError(
+        f"Your {LABELS[index]} residual list is not what print_saved_residuals prints for your own "
+        f"`{LABELS[index]}` in this run: its lines name {named}, where JAX names {truth} for your functions here. "
+        f"Build each list from the lines print_saved_residuals(fn, x) prints for your `plain` and `remat`, keeping "
+        f"each line whole.")
 
 
 def reports_are_two_residual_lists(run, oracle, settings):

@@ -19,3 +19,14 @@ def grad_remat(remat, x, w):
 
 def grad_whole(whole, x, w):
     return trusted.grad(whole)(x)  # noqa: F821
+
+
+def residual_reports(plain, remat, x, reports):
+    """What print_saved_residuals prints for the student's own `plain` and `remat` at `x`, line by line, in this
+    run: the residual checks compare `reports` with it. `reports` is a parameter only so that the probe runs again
+    once the reports exist, with whatever `layer` the file's functions use by then."""
+    saved_residuals = getattr(trusted, "saved_residuals", None)  # noqa: F821
+    if saved_residuals is None:   # this JAX does not have it where the harness looks: nothing to compare with
+        return None
+    return [[f"{aval.str_short(short_dtypes=True)} {source}" for aval, source in saved_residuals(fn, x)]
+            for fn in (plain, remat)]

@@ -40,7 +40,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))   # -I leaves the
 
 from channel import Channel
 from encoding import SoftTimeLimit, encode_value
-from recorder import OBSERVE_NAME, SEEN_NAME, Recorder
+from recorder import OBSERVE_NAME, SEEN_NAME, Recorder, residual_api
 from startup import install_syscall_filter, use_compilation_cache
 from statements import (
     Observe,
@@ -60,7 +60,8 @@ def capture_trusted():
         import jax
     except ImportError:
         return None
-    return types.SimpleNamespace(**{name: getattr(jax, name) for name in ("grad", "jvp", "vjp", "jit", "hessian")})
+    return types.SimpleNamespace(**{name: getattr(jax, name) for name in ("grad", "jvp", "vjp", "jit", "hessian")},
+                                 **residual_api())
 
 
 def notebook_display(*objects, **_):
