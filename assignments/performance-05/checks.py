@@ -83,7 +83,14 @@ def jax_gradients_match_recurrence(run, oracle, settings):
 
 def whole_objective_gradient(run, oracle, settings):
     _gradient_probe(run, oracle, settings, "grad_whole", "whole")
-    return "Checkpointing the whole objective preserves the gradient."
+    saved = run.probe("whole_residuals")
+    if isinstance(saved, (list, tuple)):   # None: this JAX cannot be asked, and `whole` is judged by its gradient
+        kept = [entry for entry in saved if isinstance(entry, str) and entry.startswith("output of")]
+        assert not kept and all(isinstance(entry, str) for entry in saved), (
+            f"`whole` is not the whole objective checkpointed: differentiating it saves {len(kept)} intermediate "
+            f"value(s) of its own computation (print_saved_residuals: `{str(kept[0])[:160] if kept else saved}`). A "
+            f"checkpoint of the whole objective, jax.checkpoint(plain), saves only its inputs and recomputes the rest.")
+    return "Checkpointing the whole objective preserves the gradient, and differentiating it saves only its inputs."
 
 
 # ---- residuals ------------------------------------------------------------------------------------
