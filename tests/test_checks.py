@@ -51,7 +51,9 @@ ORDER = ["w", "x", "plain", "remat", "reports", "cotangent", "memory", "times", 
          "direction", "eps", "finite", "automatic", "direction2", "hvp_plain", "hvp_remat"]
 INDEX = {name: 2 * i for i, name in enumerate(ORDER)}
 AFTER = 2 * len(ORDER)              # the first statement index after the lesson's own
-PROBE_INPUTS = {"grad_plain": ["plain", "x", "w"], "grad_remat": ["remat", "x", "w"], "grad_whole": ["whole", "x", "w"]}
+PROBE_INPUTS = {"grad_plain": ["plain", "x", "w"], "grad_remat": ["remat", "x", "w"], "grad_whole": ["whole", "x", "w"],
+                "whole_residuals": ["whole", "x"], "residual_reports": ["plain", "remat", "x", "reports"]}
+WHOLE_SAVES = ["from a constant", "from the argument v"]   # what differentiating jax.checkpoint(plain) saves
 EPS = 1e-3                          # the lesson's step
 ONES = np.ones(WIDTH)
 LINE = np.linspace(-1.0, 1.0, WIDTH, dtype=np.float32).astype(np.float64)   # jnp.linspace(-1., 1., len(x))
@@ -235,7 +237,8 @@ def make_snapshot(oracle, scenario: str, events, ending="completed", failed=None
         snap.history.setdefault(name, []).append((index, value))
         snap.values[name] = value
     gradient = f32(oracle.autodiff_gradient)
-    snap.probes = {"grad_plain": gradient, "grad_remat": gradient.copy(), "grad_whole": gradient.copy()}
+    snap.probes = {"grad_plain": gradient, "grad_remat": gradient.copy(), "grad_whole": gradient.copy(),
+                   "whole_residuals": list(WHOLE_SAVES), "residual_reports": [list(PLAIN_LINES), list(REMAT_LINES)]}
     for probe, inputs in PROBE_INPUTS.items():
         bound = {name: max((i for i, n, _ in events if n == name), default=-1) for name in inputs}
         if all(i >= 0 for i in bound.values()):
@@ -505,6 +508,52 @@ def test_residual_checks(assignment, oracles, base_events):
                                   spec_of(assignment, "report_lengths_match_live_counts"), view(assignment, snap),
                                   assignment.oracle.build(LESSON_SEED, other), assignment.settings)
     assert fraction == 0 and "7 (plain)" in feedback
+
+
+def test_residual_reports_must_be_what_this_run_prints_for_the_files_functions(assignment, oracles, base_events):
+    """The lists must name the source positions JAX names for the file's own plain and remat in this run (the
+    residual_reports probe): the lesson page's `<string>:17:20`, cut or made-up lines fail; any answer of the probe
+    in the run counts; a JAX that cannot be asked (None) leaves the reports unjudged."""
+    own = lambda lines: [line.replace("<string>:17:20", "performance-05.py:21:20") for line in lines]
+    snap = make_snapshot(oracles["baseline"], "baseline", base_events)
+    history = snap.probe_history["residual_reports"]
+    stmt, inputs, _, _ = history[0]
+    history[:] = [(stmt, inputs, [own(PLAIN_LINES), own(REMAT_LINES)], None)]
+    for name in ("reports_are_two_residual_lists", "report_lengths_match_live_counts", "remat_saves_fewer"):
+        fraction, feedback = check_snapshot(assignment, oracles, name, snap)
+        assert fraction == 0 and "`<string>:17:20 (layer)`" in feedback and "performance-05.py:21:20" in feedback
+    snap.history["reports"] = [(INDEX["reports"], [own(PLAIN_LINES), own(REMAT_LINES)])]
+    snap.values["reports"] = snap.history["reports"][0][1]
+    assert check_snapshot(assignment, oracles, "report_lengths_match_live_counts", snap)[0] == 1
+    cut = [[line.split(" from ")[0] for line in own(PLAIN_LINES)], own(REMAT_LINES)]
+    snap.history["reports"] = [(INDEX["reports"], cut)]
+    snap.values["reports"] = cut
+    fraction, feedback = check_snapshot(assignment, oracles, "report_lengths_match_live_counts", snap)
+    assert fraction == 0 and "no source position" in feedback
+    history.insert(0, (stmt, inputs, [cut[0], own(REMAT_LINES)], None))    # an earlier answer of the probe matches
+    assert check_snapshot(assignment, oracles, "report_lengths_match_live_counts", snap)[0] == 1
+    history[:] = [(stmt, inputs, None, None)]                               # JAX could not be asked
+    assert check_snapshot(assignment, oracles, "report_lengths_match_live_counts", snap)[0] == 1
+    error = {"type": "TypeError", "message": "bad", "line": 21, "cell": None, "traceback": ""}
+    history[:] = [(stmt, inputs, None, error)]
+    fraction, feedback = check_snapshot(assignment, oracles, "report_lengths_match_live_counts", snap)
+    assert fraction == 0 and "TypeError" in feedback
+    del snap.probe_history["residual_reports"]
+    fraction, feedback = check_snapshot(assignment, oracles, "report_lengths_match_live_counts", snap)
+    assert fraction == 0 and "never all defined" in feedback
+
+
+def test_whole_must_save_only_its_inputs(assignment, oracles, base_events):
+    """`whole = plain` has the right gradient but saves the layers' outputs: not a checkpoint of the whole objective."""
+    snap = make_snapshot(oracles["baseline"], "baseline", base_events)
+    assert check_snapshot(assignment, oracles, "whole_objective_gradient", snap)[0] == 1
+    stmt, inputs, _, _ = snap.probe_history["whole_residuals"][0]
+    saved = ["from a constant"] + [line.split(" ", 1)[1] for line in PLAIN_LINES[1:]]
+    snap.probe_history["whole_residuals"] = [(stmt, inputs, saved, None)]
+    fraction, feedback = check_snapshot(assignment, oracles, "whole_objective_gradient", snap)
+    assert fraction == 0 and "saves 8 intermediate value(s)" in feedback and "jax.checkpoint(plain)" in feedback
+    snap.probe_history["whole_residuals"] = [(stmt, inputs, None, None)]   # JAX could not be asked: gradient only
+    assert check_snapshot(assignment, oracles, "whole_objective_gradient", snap)[0] == 1
 
 
 # ---- memory -----------------------------------------------------------------------------------------

@@ -229,10 +229,10 @@ def test_winnowing_keeps_a_fingerprint_in_every_window_and_finds_every_long_shar
     "# BEGIN EXERCISE x\n" * 50000, "\n".join(f"v{i} = {i}" for i in range(60000)), "\udcff\x00\x01 binary",
 ])
 def test_hostile_code_is_tokenised_within_bounds(source):
-    started = time.monotonic()
+    started = time.process_time()     # CPU, not wall: a loaded CI machine must not fail it
     units = units_of(source)
     assert sum(len(u.tokens) for u in units) <= 40000
-    assert time.monotonic() - started < 5
+    assert time.process_time() - started < 5
 
 
 # ---- value similarity -----------------------------------------------------------------------------------

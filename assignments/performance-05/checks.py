@@ -102,9 +102,7 @@ def _reports(run):
     for label, lines in zip(LABELS, reports):
         assert isinstance(lines, (list, tuple)) and all(isinstance(line, str) for line in lines), (
             f"The {label} entry of `reports` should be a list of the printed residual lines (strings); found {describe(lines)}.")
-    reports = [list(lines) for lines in reports]
-    _printed_for_own_functions(run, reports)
-    return reports
+    return [list(lines) for lines in reports]
 
 
 # A source position as print_saved_residuals names it: "from <file>:<line>:<column> (<function>)".
@@ -156,6 +154,7 @@ def reports_are_two_residual_lists(run, oracle, settings):
             f"The {label} residual list is empty or has blank lines; keep the non-empty lines print_saved_residuals prints.")
         assert any("[" in line and "]" in line for line in lines), (
             f"The {label} residual list does not look like print_saved_residuals output (e.g. 'f32[16] output of tanh ...').")
+    _printed_for_own_functions(run, reports)
     return "`reports` holds the two residual lists."
 
 
@@ -165,6 +164,7 @@ def report_lengths_match_live_counts(run, oracle, settings):
     assert counts == expected, (
         f"Your residual lists have {counts[0]} and {counts[1]} entries; the installed JAX saves {expected[0]} (plain) "
         f"and {expected[1]} (remat). Count every non-empty line print_saved_residuals prints for each policy.")
+    _printed_for_own_functions(run, _reports(run))
     return f"Residual counts {counts[0]} and {counts[1]} match this JAX version."
 
 
@@ -173,6 +173,7 @@ def remat_saves_fewer(run, oracle, settings):
     assert len(remat_lines) < len(plain_lines), (
         f"Layer rematerialization should save fewer residuals than the ordinary policy; found {len(plain_lines)} and "
         f"{len(remat_lines)}. Is `remat` really using jax.checkpoint(layer)?")
+    _printed_for_own_functions(run, [plain_lines, remat_lines])
     return "Rematerialization saves fewer residual descriptions."
 
 
