@@ -159,12 +159,13 @@ def reports_are_two_residual_lists(run, oracle, settings):
 
 
 def report_lengths_match_live_counts(run, oracle, settings):
-    counts = [len(lines) for lines in _reports(run)]
+    reports = _reports(run)
+    counts = [len(lines) for lines in reports]
     expected = oracle.residual_counts
     assert counts == expected, (
         f"Your residual lists have {counts[0]} and {counts[1]} entries; the installed JAX saves {expected[0]} (plain) "
         f"and {expected[1]} (remat). Count every non-empty line print_saved_residuals prints for each policy.")
-    _printed_for_own_functions(run, _reports(run))
+    _printed_for_own_functions(run, reports)
     return f"Residual counts {counts[0]} and {counts[1]} match this JAX version."
 
 
