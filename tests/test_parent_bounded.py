@@ -313,3 +313,34 @@ def test_a_surrogate_in_code_two_notebooks_share_leaves_the_similarity_view_draw
     text = page.read_bytes().decode("utf-8")
     assert 'id="similarity"' in text and "could not be drawn" not in text and "\ufffd" in text
     assert (tmp_path / "similarity.csv").read_bytes().decode("utf-8").count("\npair,") == 2   # places, no code
+
+
+def test_a_run_writing_a_byte_at_a_time_wakes_the_pump_a_bounded_number_of_times(monkeypatch):
+    """The pump that drains a run's pipes pauses after small reads once past SMALL_READS_FREE of them, so a run
+    that writes a frame per statement or a print per character (here 20,000 spaced writes) wakes the grader a
+    bounded number of times per second, not once per write; every byte is still read."""
+    import os
+    import select
+    import subprocess
+    import sys
+
+    import grader.sandbox.process as process
+    from grader.model.limits import Limits
+
+    monkeypatch.setattr(process, "SMALL_READS_FREE", 200)
+    calls = []
+    real_select = select.select
+    monkeypatch.setattr(process.select, "select", lambda *a: calls.append(1) or real_select(*a))
+    writer = subprocess.Popen([sys.executable, "-c", "import os, time\nfor _ in range(20000):\n"
+                               "    os.write(1, b'x'); time.sleep(0.0001)"], stdout=subprocess.PIPE)
+    raw = RawRun()
+    started = time.monotonic()
+    channel_read, channel_write = os.pipe()
+    os.close(channel_write)
+    process.pump(writer.stdout.fileno(), channel_read, Limits(), raw, lambda: 60.0, lambda: writer.poll() is not None,
+                 lambda: None)
+    elapsed = time.monotonic() - started
+    writer.wait()
+    assert raw.output_bytes == 20000
+    assert len(calls) <= 200 + elapsed / process.SMALL_READ_PAUSE * 1.5 + 100, (len(calls), elapsed)
+    assert len(calls) < 10000

@@ -354,3 +354,37 @@ def test_the_channel_keeps_no_frame_nobody_reads():
     assert reader.problem is None and reader.ignored == 3
     assert [frame["type"] for frame in reader.frames] == ["value"]
     assert retained < 2**20, f"{retained} bytes retained after three ignored 8 MiB frames"
+
+
+def test_the_channel_keeps_rebound_values_only_within_its_budget():
+    """A name bound again and again with 1 MB values: the newest value of every name stays whole, earlier ones are
+    kept up to SUPERSEDED_VALUE_BYTES in all (the first ones) and then become `too_large` markers (counted for the record's note),
+    so neither the frames nor the snapshot's history hold every one; small rebinding (an honest run) keeps all."""
+    import json
+    import struct
+
+    from grader.runs.snapshot import Opaque, build_snapshot
+    from grader.sandbox.frames import SUPERSEDED_VALUE_BYTES, FrameReader
+    from grader.sandbox.process import RawRun
+
+    def value(name: str, stmt: int, body: str) -> bytes:
+        payload = json.dumps({"type": "value", "name": name, "stmt": stmt, "value": {"t": "str", "v": body}}).encode()
+        return struct.pack(">I", len(payload)) + payload
+
+    big = "w" * 2**20
+    reader = FrameReader(budget=64 * 2**20)
+    for stmt in range(12):
+        reader.feed(value("w", stmt, f"{stmt:02d}" + big))
+    for stmt in range(12, 40):
+        reader.feed(value("small", stmt, str(stmt)))
+    kept = [f for f in reader.frames if f["name"] == "w" and f["value"]["t"] == "str"]
+    assert reader.problem is None
+    assert len(kept) * 2**20 <= SUPERSEDED_VALUE_BYTES + 2**20 + 4096 and kept[-1]["stmt"] == 11
+    assert reader.values_not_kept == 12 - len(kept) > 0
+    assert all(f["value"]["t"] == "str" for f in reader.frames if f["name"] == "small")
+    snapshot = build_snapshot(RawRun(frames=reader.frames, values_not_kept=reader.values_not_kept), "baseline", 1)
+    assert snapshot.values["w"].startswith("11w") and snapshot.values_not_kept == reader.values_not_kept
+    history = [v for _, v in snapshot.history["w"]]
+    assert history[0].startswith("00w") and history[-1].startswith("11w")    # the first binding is kept whole
+    assert sum(isinstance(v, Opaque) and v.kind == "too_large" for v in history) == reader.values_not_kept
+    assert [v for _, v in snapshot.history["small"]] == [str(n) for n in range(12, 40)]

@@ -39,6 +39,7 @@ from grader.runs.jobs import Runner, run_scenario, scenario_seed, setup_paramete
 from grader.runs.places import failure_place
 from grader.runs.provenance import Provenance
 from grader.runs.snapshot import Snapshot, where
+from grader.sandbox.frames import SUPERSEDED_VALUE_BYTES
 
 MEMORY_SIGNS = ("MemoryError", "std::bad_alloc", "Cannot allocate memory", "RESOURCE_EXHAUSTED", "out of memory")
 ERRORS_LISTED = 5       # failed statements named in a run's note; beyond, "and K more"
@@ -56,7 +57,8 @@ def grade(assignment: Assignment, submission: Submission, facts: dict, variant_s
     with ThreadPoolExecutor(max_workers=len(seeds)) as pool:
         futures = {name: pool.submit(_run, assignment, name, seed, submission, runner, variant_seed)
                    for name, seed in seeds.items()}
-        snapshots: dict[str, Snapshot] = {name: future.result()[0] for name, future in futures.items()}
+        snapshots: dict[str, Snapshot] = {name: future.result() for name, future in futures.items()}
+        del futures
     if keep_runs is not None:
         try:
             keep_runs(snapshots)
@@ -113,13 +115,15 @@ def grade(assignment: Assignment, submission: Submission, facts: dict, variant_s
 
 def _run(assignment: Assignment, scenario: str, seed: int, submission: Submission, runner: Runner | None,
          batch_seed: int):
-    """One scenario's run; a run the sandbox could not set up (the grader's failure) is tried once more, fresh."""
+    """One scenario's run; a run the sandbox could not set up (the grader's failure) is tried once more, fresh.
+    Only the snapshot is returned: the run's raw frames (up to the channel's budget) are dropped as soon as they are
+    folded, not kept while the other run and the checks go on."""
     run = lambda chosen: run_scenario(assignment, assignment.scenarios[scenario], seed, submission.source,  # noqa: E731
-                                      submission.run_name, chosen, submission.cells, submission.data, batch_seed)
-    result = run(runner)
-    if result[0].setup_error:
-        result = run(getattr(runner, "fresh", None))
-    return result
+                                      submission.run_name, chosen, submission.cells, submission.data, batch_seed)[0]
+    snapshot = run(runner)
+    if snapshot.setup_error:
+        snapshot = run(getattr(runner, "fresh", None))
+    return snapshot
 
 
 def build_oracle(assignment: Assignment, scenario: str, seed: int, facts: dict, batch_seed: int | None = None) -> Any:
@@ -285,6 +289,10 @@ def run_messages(assignment: Assignment, scenario: str, snap: Snapshot, baseline
                         f"({listed}{more}).")
     if snap.channel_problem:
         messages.append(f"{run}, {snap.channel_problem}.")
+    if snap.values_not_kept:
+        messages.append(f"{run}, the file bound contract names again and again with large values: "
+                        f"{snap.values_not_kept} earlier value(s) beyond the {SUPERSEDED_VALUE_BYTES // 2**20} MiB the "
+                        "grader keeps were not kept (a check reading one sees a value too large to keep).")
     if assignment.evidence and (not snap.evidence.installed or snap.evidence.problem) and snap.ending != "setup_failed":
         messages.append(f"{run}, {evidence_note(snap)}")
     if snap.output_unread:

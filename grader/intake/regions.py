@@ -70,16 +70,20 @@ def unfinished_exercises(source: str) -> dict[str, list[int]]:
         regions = find_regions(lines)
     except RegionError:
         return {}
+    regions = regions[:MAX_REPORTED_REGIONS]
+    last_line = regions[-1].end + 1 if regions else 0   # tokens after the last reported region cannot matter
     placeholders = set()
     try:
         for token in tokenize.generate_tokens(StringIO(source).readline):
+            if token.start[0] > last_line:
+                break
             if token.type == tokenize.OP and token.string == "...":
                 placeholders.add(token.start[0])
     except (tokenize.TokenError, IndentationError, SyntaxError):
         pass
     ordered = sorted(placeholders)
     unfinished: dict[str, list[int]] = {}
-    for region in regions[:MAX_REPORTED_REGIONS]:   # linear: one bisection per region, never regions x lines
+    for region in regions:   # linear: one bisection per region, never regions x lines
         first = bisect.bisect_right(ordered, region.begin + 1)
         if first < len(ordered) and ordered[first] < region.end + 1:
             unfinished.setdefault(region.name, []).append(region.begin + 1)

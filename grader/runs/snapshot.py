@@ -87,6 +87,7 @@ class Snapshot:
     output_bytes: int = 0
     output_unread: bool = False          # it printed past the grader's read limit: the rest was never read
     channel_problem: str | None = None
+    values_not_kept: int = 0       # earlier values of names bound again, past the kept-values budget (not kept)
     seconds: float = 0.0
     cpu_seconds: float | None = None      # where the runner measures them (the fork server)
     max_rss_bytes: int | None = None
@@ -134,7 +135,7 @@ def build_snapshot(raw: RawRun, scenario: str, seed: int | None) -> Snapshot:
                     output_unread=raw.output_unread,
                     output_head=raw.output_head.decode("utf-8", "replace"),
                     output_tail=raw.output_tail.decode("utf-8", "replace"),
-                    channel_problem=raw.channel_problem, seconds=raw.seconds, isolation=raw.isolation,
+                    channel_problem=raw.channel_problem, values_not_kept=raw.values_not_kept, seconds=raw.seconds, isolation=raw.isolation,
                     cpu_seconds=raw.cpu_seconds, max_rss_bytes=raw.max_rss_bytes,
                     cpu_wait_allowance_seconds=raw.cpu_wait_allowance_seconds, memory_limit_hit=raw.memory_limit_hit)
     done = None

@@ -10,6 +10,11 @@ from grader.model.limits import Limits
 MAX_FRAME_BYTES = 8 * 1024 * 1024
 # The frame types the harness sends (grader/sandbox/child/) and runs/snapshot.py reads: any other is dropped as it
 # is parsed, so what a run sends that nobody reads never stays in the grader's memory.
+# Value frames a later frame rebinds (their name bound again) are kept up to this many payload bytes in all; past
+# it an older value is replaced by a `too_large` marker (checks see a value too large to keep). An honest run's
+# frames total under 110 KB; a run rebinding a name with 1 MB arrays would otherwise keep every one twice (its
+# frame here, its decoded value in the snapshot's history) until the record is written.
+SUPERSEDED_VALUE_BYTES = 4 * 1024 * 1024
 FRAME_TYPES = frozenset({"value", "probe", "evaluation", "sighting", "statement", "syntax_error",
                          "evidence_installed", "evidence_problem", "done"})
 
@@ -29,6 +34,9 @@ class FrameReader:
         self.buffer = bytearray()
         self.frames: list[dict] = []
         self.ignored = 0                     # frames of a type nobody reads: parsed, counted, not kept
+        self.values_not_kept = 0             # rebound values past SUPERSEDED_VALUE_BYTES, replaced by a marker
+        self._latest_value: dict[str, tuple[int, int]] = {}   # name -> (its newest value frame's index, bytes)
+        self._superseded = 0
         self.received = 0
         self.problem: str | None = None
 
@@ -63,7 +71,25 @@ class FrameReader:
             if not isinstance(frame, dict) or not isinstance(frame.get("type"), str):
                 self.problem = "the data channel carried a malformed frame; the rest was ignored"
                 return
-            if frame["type"] in FRAME_TYPES:
-                self.frames.append(frame)
-            else:
+            if frame["type"] not in FRAME_TYPES:
                 self.ignored += 1
+                continue
+            if frame["type"] == "value" and isinstance(frame.get("name"), str):
+                self._supersede(frame["name"], size)
+            self.frames.append(frame)
+
+    def _supersede(self, name: str, size: int) -> None:
+        """A value frame for `name` is about to be kept: the one it rebinds stays whole within the budget."""
+        previous = self._latest_value.get(name)
+        self._latest_value[name] = (len(self.frames), size)
+        if previous is None:
+            return
+        index, previous_size = previous
+        if self._superseded + previous_size <= SUPERSEDED_VALUE_BYTES:
+            self._superseded += previous_size
+            return
+        old = self.frames[index]
+        if isinstance(old.get("value"), dict):
+            kind = old["value"].get("t")
+            self.frames[index] = {**old, "value": {"t": "too_large", "type": kind if isinstance(kind, str) else "?"}}
+            self.values_not_kept += 1

@@ -11,7 +11,7 @@ dropped, commutative operands and independent statements in a canonical order) a
 carry the lines of the statement of the original they came from, so matches are still shown where they are.
 Code with a syntax error keeps the statements before the error and cuts the rest at lines that start at
 column 0; code that does not tokenise falls back to a plain regular-expression scan. Every submission gets
-units, whatever it holds, in time linear in its length.
+units, whatever it holds, in time linear in its length and bounded (a file is read up to `MAX_SOURCE`).
 """
 
 from __future__ import annotations
@@ -28,6 +28,8 @@ from dataclasses import dataclass
 from grader.similarity.normalise import normalise
 
 MAX_TOKENS = 40000          # per document: a huge file is compared by its first 40k tokens (linear cost)
+MAX_SOURCE = 100_000        # characters of a file or cell read at all (the largest honest file is about 18,000):
+                            # the rest of a megabyte file would cost seconds of tokenising to be cut anyway
 MAX_NORMALISED = 100_000    # characters: longer code (no real submission) is tokenised as it is, not normalised
 KEPT_NAMES = frozenset(keyword.kwlist) | frozenset(keyword.softkwlist) | frozenset(dir(builtins))
 DROPPED = {tokenize.COMMENT, tokenize.NL, tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT, tokenize.ENCODING,
@@ -53,6 +55,8 @@ class Unit:
 def units_of(source: str, chunk: int = 0) -> list[Unit]:
     """The statement units of one file or notebook cell (code that parses is normalised first: `normalise.py`;
     each token then carries the lines of the statement of `source` it came from)."""
+    if len(source) > MAX_SOURCE:
+        source = source[:source.rfind("\n", 0, MAX_SOURCE) + 1 or MAX_SOURCE]
     normalised = _normalised(source)
     text, lines, parsed = normalised if normalised is not None else (source, None, None)
     tokens = _tokens(text)
