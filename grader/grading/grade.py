@@ -109,6 +109,8 @@ def grade(assignment: Assignment, submission: Submission, facts: dict, variant_s
         record["figures"] = {name: bounded_figure(figure) for name, figure in figures.items()}
         if not_kept := tuple(name for name, figure in figures.items() if record["figures"][name] is not figure):
             record["capped"] = record.get("capped", []) + capped_texts({}, [], False, not_kept)
+    if rebound := [name for name, snapshot in snapshots.items() if snapshot.values_not_kept]:
+        record["capped"] = record.get("capped", []) + [f"values bound again in the {name} run" for name in rebound]
     fit(cast(dict, record), lambda kept: len(record_to_json(cast(Record, kept)).encode()))   # the last guard
     return record
 

@@ -81,7 +81,7 @@ def summary_table(records: list[Record], groups: dict[str, dict]) -> str:
     capped = [r["submission"] for r in records if r.get("capped")]
     if capped:
         listed = ", ".join(capped[:10]) + (f" and {len(capped) - 10} more" if len(capped) > 10 else "")
-        lines.append(f"CAPPED: {len(capped)} record(s) had text their runs made cut to the record limits ({listed}): "
+        lines.append(f"CAPPED: {len(capped)} record(s) had text or values their runs made cut to the record limits ({listed}): "
                      "each record's `capped` says what.")
     flagged = [r for r in records if r["status"] != "graded" or limit_notes(r)]
     shown = sorted(records, key=lambda r: r["submission"]) if len(records) <= LISTED else flagged
