@@ -1,7 +1,7 @@
 """How much of each tolerance in assignment.toml honest JAX solutions use, and how far apart the variant's changes
 put the methods, over many variant worlds.
 
-    .venv/bin/python assignments/performance-05/calibrate_tolerances.py [--seeds 100] [--first 1] [--forms all]
+    .venv/bin/python assignments/performance-05/calibrate_tolerances.py [--seeds 100] [--first 1] [--jobs 1]
 
 Each world is a variant seed oracle.suitable_seed accepts, the changes oracle.scenario_parameters sizes for it,
 applied in a fresh process exactly as a run applies them (scenario_setup.nudge_derivative_rules and
@@ -25,6 +25,7 @@ import argparse
 import json
 import subprocess
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -263,6 +264,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--seeds", type=int, default=100, help="how many suitable variant worlds")
     parser.add_argument("--first", type=int, default=1, help="the first candidate seed")
+    parser.add_argument("--jobs", type=int, default=1, help="worlds measured side by side (each its own process)")
     args = parser.parse_args()
     sys.path.insert(0, str(ROOT))
     from grader.config.assignment import load
@@ -277,12 +279,19 @@ def main() -> None:
     worst: dict[str, float] = {}
     closest: dict[str, float] = {}
     asserts: dict[str, float] = {}
-    changed = []
-    for seed in seeds:
+    changed, failed = [], []
+
+    def measured(seed: int) -> dict | RuntimeError:
         try:
-            result = measure_world(seed)
+            return measure_world(seed)
         except RuntimeError as error:
-            print(error)
+            return error
+
+    pool = ThreadPoolExecutor(max_workers=max(1, args.jobs))
+    for seed, result in zip(seeds, pool.map(measured, seeds)):   # in seed order, printed as each is done
+        if isinstance(result, RuntimeError):
+            print(result)
+            failed.append(seed)
             continue
         if not result["unchanged"]:
             changed.append(seed)
@@ -295,7 +304,9 @@ def main() -> None:
             closest[name] = min(closest.get(name, float("inf")), separation)
         for name, _, fraction in result["asserts"]:
             asserts[name] = max(asserts.get(name, 0.0), fraction)
-    print(f"{len(seeds)} suitable variant worlds (seeds {seeds[0]}..{seeds[-1]}), each in a fresh process.")
+    pool.shutdown()
+    print(f"{len(seeds)} suitable variant worlds (seeds {seeds[0]}..{seeds[-1]}), each in a fresh process; "
+          f"{len(failed)} failed to measure{': ' + str(failed) if failed else ''}.")
     print("residual texts, compiled memory figures and JAX's names unchanged in every world:", not changed, changed or "")
     print("largest fraction of each tolerance an honest form used:")
     for name, fraction in sorted(worst.items()):
