@@ -217,3 +217,44 @@ def test_a_memory_error_is_charged_even_where_the_reference_raises_alike():
 
     (result,) = run_checks(budgeted(check), student(n=1), ORACLES, reference=reference(n=1))
     assert result.score == 0 and not result.unjudged and "ran out of memory" in result.feedback
+
+
+@pytest.mark.parametrize("own_mib, charged", [(32, False), (400, True)])
+def test_memory_another_records_run_adds_meanwhile_is_charged_to_no_check(own_mib, charged):
+    """Another record's run in flight (its frames and snapshot, declared with run_in_flight) grows the process by
+    96 MiB while this record's check runs: a check within its own 64 MiB budget is not charged for it, and one that
+    grows past its budget plus the bound in flight still is."""
+    import threading
+    import time
+
+    from grader.grading.check_budget import run_in_flight
+
+    check_started, allocated, release = threading.Event(), threading.Event(), threading.Event()
+
+    def other_run():
+        with run_in_flight(128 * 2**20):
+            check_started.wait(30)
+            held = [b"o" * 2**20 for _ in range(96)]
+            allocated.set()
+            release.wait(30)
+            del held
+
+    def check(run, oracle, settings):
+        check_started.set()
+        allocated.wait(30)
+        blocks = [b"c" * 2**20 for _ in range(int(run["n"]))]
+        time.sleep(0.3)                       # the watchdog samples the process meanwhile
+        return f"ok ({len(blocks)})"
+
+    other = threading.Thread(target=other_run)
+    other.start()
+    try:
+        (result,) = run_checks(budgeted(check, cpu_seconds=30), student(n=own_mib), ORACLES,
+                               reference=reference(n=4))
+    finally:
+        release.set()
+        other.join()
+    if charged:
+        assert result.score == 0 and "needed more than 64 MiB of memory" in result.feedback
+    else:
+        assert result.score == 5 and result.feedback == f"ok ({own_mib})"

@@ -6,12 +6,16 @@ far more than the grader has. Such an overrun is that record's failing check (en
 never excuses it), not a stalled or killed batch.
 
 How it is kept cheap: the calls of one record's checks hold one lock (checks are Python under the GIL: they gained
-little by running side by side), so the process's resident memory growth while a check runs is that check's, up to
-the other threads' small buffers. One watchdog thread, idle while no check runs, samples every POLL_SECONDS the
-check thread's own CPU clock and the process's resident set, and on an overrun raises `CheckOverrun` in the check's
-thread (PyThreadState_SetAsyncExc: it lands at the check's next bytecode). A pending exception is withdrawn under
-the watchdog's lock when the check ends first. Work inside one C call (a NumPy operation) is only stopped when it
-returns; the CPU time is measured again then, so it is charged all the same.
+little by running side by side), so the process's resident memory growth while a check runs is that check's, apart
+from what the runs in flight beside it add (their frames and snapshots, another record's doing). Those are bounded
+(`run_in_flight` declares each run's bound: frames.py's budgets), and a check overruns its memory only by growing
+past its own budget plus every bound in flight, so no record is charged for another's run.
+
+One watchdog thread, idle while no check runs, samples every POLL_SECONDS the check thread's own CPU clock and the
+process's resident set, and on an overrun raises `CheckOverrun` in the check's thread (PyThreadState_SetAsyncExc:
+it lands at the check's next bytecode). A pending exception is withdrawn under the watchdog's lock when the check
+ends first. Work inside one C call (a NumPy operation) is only stopped when it returns; the CPU time is measured
+again then, so it is charged all the same.
 """
 
 from __future__ import annotations
@@ -20,6 +24,8 @@ import ctypes
 import os
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 POLL_SECONDS = 0.02
@@ -30,6 +36,28 @@ PAGE = os.sysconf("SC_PAGE_SIZE")
 class CheckOverrun(BaseException):
     """Raised in a check's thread when it overran its budget (a BaseException: a check's `except Exception` and
     the engine's own handler of check bugs let it through)."""
+
+
+_IN_FLIGHT: dict[int, int] = {}       # id of a run in progress -> the most memory it may add to this process
+_IN_FLIGHT_LOCK = threading.Lock()
+
+
+@contextmanager
+def run_in_flight(bound_bytes: int) -> Iterator[None]:
+    """Around one run of a record (its pump and snapshot): checks of other records meanwhile are allowed its bound."""
+    key = object()
+    with _IN_FLIGHT_LOCK:
+        _IN_FLIGHT[id(key)] = bound_bytes
+    try:
+        yield
+    finally:
+        with _IN_FLIGHT_LOCK:
+            _IN_FLIGHT.pop(id(key), None)
+
+
+def in_flight_bytes() -> int:
+    with _IN_FLIGHT_LOCK:
+        return sum(_IN_FLIGHT.values())
 
 
 _STATM: list[tuple[int, int]] = []    # (pid, fd of its /proc/<pid>/statm), opened once: read twice per check call
@@ -64,7 +92,7 @@ class Watch:
         if cpu > self.cpu_seconds:
             return f"it used more than {self.cpu_seconds:g} CPU-seconds ({cpu:.1f} s)"
         grown = memory_now - self.memory_start
-        if grown > self.memory_bytes:
+        if grown > self.memory_bytes + in_flight_bytes():
             return f"it needed more than {self.memory_bytes / 2**20:.0f} MiB of memory ({grown / 2**20:.0f} MiB)"
         return ""
 

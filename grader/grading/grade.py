@@ -13,6 +13,7 @@ from grader.api.values import json_safe
 from grader.common.environment import environment
 from grader.common.text import clean_data, clip
 from grader.config.assignment import Assignment
+from grader.grading.check_budget import run_in_flight
 from grader.grading.engine import (
     CheckResult,
     grader_faults,
@@ -39,7 +40,7 @@ from grader.runs.jobs import Runner, run_scenario, scenario_seed, setup_paramete
 from grader.runs.places import failure_place
 from grader.runs.provenance import Provenance
 from grader.runs.snapshot import Snapshot, where
-from grader.sandbox.frames import SUPERSEDED_VALUE_BYTES
+from grader.sandbox.frames import SUPERSEDED_VALUE_BYTES, run_memory_bound
 
 MEMORY_SIGNS = ("MemoryError", "std::bad_alloc", "Cannot allocate memory", "RESOURCE_EXHAUSTED", "out of memory")
 ERRORS_LISTED = 5       # failed statements named in a run's note; beyond, "and K more"
@@ -120,8 +121,11 @@ def _run(assignment: Assignment, scenario: str, seed: int, submission: Submissio
     """One scenario's run; a run the sandbox could not set up (the grader's failure) is tried once more, fresh.
     Only the snapshot is returned: the run's raw frames (up to the channel's budget) are dropped as soon as they are
     folded, not kept while the other run and the checks go on."""
-    run = lambda chosen: run_scenario(assignment, assignment.scenarios[scenario], seed, submission.source,  # noqa: E731
-                                      submission.run_name, chosen, submission.cells, submission.data, batch_seed)[0]
+    def run(chosen: Runner | None) -> Snapshot:
+        with run_in_flight(run_memory_bound(assignment.limits)):
+            return run_scenario(assignment, assignment.scenarios[scenario], seed, submission.source,
+                                submission.run_name, chosen, submission.cells, submission.data, batch_seed)[0]
+
     snapshot = run(runner)
     if snapshot.setup_error:
         snapshot = run(getattr(runner, "fresh", None))

@@ -19,6 +19,12 @@ FRAME_TYPES = frozenset({"value", "probe", "evaluation", "sighting", "statement"
                          "evidence_installed", "evidence_problem", "done"})
 
 
+def run_memory_bound(limits: Limits) -> int:
+    """The most one run's channel may hold in the grader's memory: its bytes parsed (strings the size of their text),
+    its JSON values as Python objects (a few hundred bytes each at most), and what the snapshot decodes again."""
+    return 3 * limits.channel_max_bytes + 200 * limits.channel_max_objects
+
+
 class FrameReader:
     """Parses length-prefixed JSON frames; stops (and says why) on garbage or when over its budgets.
 
