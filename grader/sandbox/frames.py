@@ -8,13 +8,13 @@ import struct
 from grader.model.limits import Limits
 
 MAX_FRAME_BYTES = 8 * 1024 * 1024
-# The frame types the harness sends (grader/sandbox/child/) and runs/snapshot.py reads: any other is dropped as it
-# is parsed, so what a run sends that nobody reads never stays in the grader's memory.
 # Value frames a later frame rebinds (their name bound again) are kept up to this many payload bytes in all; past
 # it an older value is replaced by a `too_large` marker (checks see a value too large to keep). An honest run's
 # frames total under 110 KB; a run rebinding a name with 1 MB arrays would otherwise keep every one twice (its
 # frame here, its decoded value in the snapshot's history) until the record is written.
 SUPERSEDED_VALUE_BYTES = 4 * 1024 * 1024
+# The frame types the harness sends (grader/sandbox/child/) and runs/snapshot.py reads: any other is dropped as it
+# is parsed, so what a run sends that nobody reads never stays in the grader's memory.
 FRAME_TYPES = frozenset({"value", "probe", "evaluation", "sighting", "statement", "syntax_error",
                          "evidence_installed", "evidence_problem", "done"})
 
