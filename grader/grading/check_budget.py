@@ -38,7 +38,7 @@ class CheckOverrun(BaseException):
     the engine's own handler of check bugs let it through)."""
 
 
-_IN_FLIGHT: dict[int, int] = {}       # id of a run in progress -> the most memory it may add to this process
+_IN_FLIGHT: dict[object, int] = {}    # a run in progress -> the most memory it may add to this process
 _IN_FLIGHT_LOCK = threading.Lock()
 
 
@@ -47,12 +47,12 @@ def run_in_flight(bound_bytes: int) -> Iterator[None]:
     """Around one run of a record (its pump and snapshot): checks of other records meanwhile are allowed its bound."""
     key = object()
     with _IN_FLIGHT_LOCK:
-        _IN_FLIGHT[id(key)] = bound_bytes
+        _IN_FLIGHT[key] = bound_bytes
     try:
         yield
     finally:
         with _IN_FLIGHT_LOCK:
-            _IN_FLIGHT.pop(id(key), None)
+            del _IN_FLIGHT[key]
 
 
 def in_flight_bytes() -> int:
