@@ -52,12 +52,12 @@ def inputs_are_the_lessons(run, oracle, settings):
 
 def cotangent_matches_recurrence(run, oracle, settings):
     cotangent = as_vector(run["cotangent"], "`cotangent`", settings.width)
-    ok, worst = close_vectors(cotangent, oracle.gradient, 0.0, settings.cotangent_tolerance)
+    ok, worst = close_vectors(cotangent, oracle.gradient, 0.0, oracle.cotangent_share(settings))
     if ok:
         return "`cotangent` matches the float64 reverse recurrence."
     # said only where this world proves it: autodiff lies `separation` tolerances from the recurrence (oracle.separates)
     follows_autodiff = (oracle.derivatives_changed and oracle.cotangent_separation(settings) >= settings.separation
-                        and close_vectors(cotangent, oracle.autodiff_gradient, 0.0, settings.cotangent_tolerance)[0])
+                        and close_vectors(cotangent, oracle.autodiff_gradient, 0.0, oracle.cotangent_share(settings))[0])
     assert not follows_autodiff, (
         "`cotangent` follows JAX's autodiff (whose derivative rules differ by tiny amounts in this run), not the "
         "reverse recurrence: compute it with the recurrence written out, x̄ = Wᵀ(h̄ ⊙ (1 − h²)) from 2·h₄, not "
@@ -561,14 +561,14 @@ def _candidate_directions(run, settings, name):
     return found
 
 
-def _matching(value, hessian, directions, tolerance):
-    """The first direction d with max|value - H d| <= tolerance * max|H d| (one matrix product for all of them)."""
+def _matching(value, hessian, directions, share, oracle, settings):
+    """The first direction d with max|value - H d| within its allowance (a `share` of max|H d|, never less than the
+    rounding of the magnitudes the product adds up: oracle.hvp_allowances), one matrix product for all of them."""
     if not directions:
         return None
-    products = np.stack(directions) @ hessian.T
-    scale = np.max(np.abs(products), axis=1)
-    error = np.max(np.abs(products - value), axis=1)
-    hits = np.flatnonzero(error <= tolerance * scale)
+    stacked = np.stack(directions)
+    error = np.max(np.abs(stacked @ hessian.T - value), axis=1)
+    hits = np.flatnonzero(error <= oracle.hvp_allowances(hessian, stacked, share, settings))
     return directions[int(hits[0])] if hits.size else None
 
 
@@ -576,7 +576,8 @@ def _explained_by(run, oracle, settings, name, checkpointed):
     """The direction along which `name` is what second-order autodiff of the (rematerialized or ordinary)
     objective returned in this run, or None."""
     value = _hvp(run, settings, name)
-    return _matching(value, oracle.hessian(checkpointed), _candidate_directions(run, settings, name), settings.hvp_tolerance)
+    return _matching(value, oracle.hessian(checkpointed), _candidate_directions(run, settings, name), settings.hvp_tolerance,
+                     oracle, settings)
 
 
 def _hvp_diagnosis(run, oracle, settings, name, checkpointed):
@@ -584,7 +585,7 @@ def _hvp_diagnosis(run, oracle, settings, name, checkpointed):
     value = _hvp(run, settings, name)
     candidates = _candidate_directions(run, settings, name)
     objective = "the rematerialized objective `remat`" if checkpointed else "the ordinary objective `plain`"
-    if _matching(value, oracle.hessian(not checkpointed), candidates, settings.hvp_tolerance) is not None:
+    if _matching(value, oracle.hessian(not checkpointed), candidates, settings.hvp_tolerance, oracle, settings) is not None:
         if checkpointed:
             return (f"`{name}` is the Hessian-vector product of the ordinary objective, not of a rematerialized one: in "
                     "this run, differentiating an objective whose layers are rematerialized (jax.checkpoint) gives a "
@@ -592,14 +593,15 @@ def _hvp_diagnosis(run, oracle, settings, name, checkpointed):
                     "`remat` itself twice (a checkpoint wrapped around a gradient function is not the same thing).")
         return (f"`{name}` is the Hessian-vector product of a rematerialized objective, not of the ordinary objective "
                 "`plain`: differentiate `plain` itself.")
-    if _matching(value, oracle.true_hessian, candidates, settings.hvp_tolerance) is not None:
+    if _matching(value, oracle.true_hessian, candidates, settings.hvp_tolerance, oracle, settings) is not None:
         return (f"`{name}` is the exact Hessian-vector product of the unchanged objective, but not what JAX's "
                 "second-order autodiff returned in this run: the grader's variant run changes JAX's derivative rules "
                 "by tiny amounts, and your value did not follow them. Differentiate the gradient of "
                 f"{objective} with JAX.")
     gradient_like = close_vectors(value, oracle.autodiff_gradient, settings.hvp_approximate_fraction, 0.0)[0]
     assert not gradient_like, f"`{name}` equals the gradient, not a Hessian-vector product: differentiate the gradient once more."
-    if _matching(value, oracle.hessian(checkpointed), candidates, settings.hvp_approximate_fraction) is not None:
+    if _matching(value, oracle.hessian(checkpointed), candidates, settings.hvp_approximate_fraction, oracle,
+                 settings) is not None:
         return (f"`{name}` is close to the Hessian-vector product of {objective} but not equal to what second-order "
                 "autodiff returns in this run, as an approximation (a finite difference of gradients, for example) "
                 "would be. Compute it by differentiating the gradient exactly.")

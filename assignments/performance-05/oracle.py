@@ -149,14 +149,19 @@ def gradient(w: np.ndarray, x: np.ndarray, rules: Rules = TRUE) -> np.ndarray:
     return g
 
 
-def reverse_magnitudes(w: np.ndarray, x: np.ndarray, rules: Rules = TRUE) -> float:
-    """sum of the reverse recurrence run on magnitudes (|W|^T, |2 h4|, |F(h)|): the size of the numbers a float32
-    reverse pass adds up to reach grad . (1,...,1), whose rounding errors do not cancel where the result does."""
+def reverse_magnitude_entries(w: np.ndarray, x: np.ndarray, rules: Rules = TRUE) -> np.ndarray:
+    """The reverse recurrence run on magnitudes (|W|^T, |2 h4|, |F(h)|): per entry, the size of the numbers a float32
+    reverse pass adds up to reach that gradient entry, whose rounding errors do not cancel where the result does."""
     h = activations(w, x)
     m = 2.0 * np.abs(h[-1])
     for i in range(LAYERS, 0, -1):
         m = np.abs(w).T @ (m * np.abs(rules.first(h[i])))
-    return float(np.sum(m))
+    return m
+
+
+def reverse_magnitudes(w: np.ndarray, x: np.ndarray, rules: Rules = TRUE) -> float:
+    """What a float32 reverse pass adds up to reach grad . (1,...,1): the sum of `reverse_magnitude_entries`."""
+    return float(np.sum(reverse_magnitude_entries(w, x, rules)))
 
 
 def hessian_vector_product(w: np.ndarray, x: np.ndarray, v: np.ndarray, rules: Rules = TRUE,
@@ -263,10 +268,18 @@ class Oracle:
         """This scenario changes JAX's derivative rules (so autodiff's values are told from every other method's)."""
         return any(c for c, _, _ in self.rules.terms)
 
-    def cotangent_separation(self, settings: Any) -> float:
-        """How many `cotangent_tolerance`s lie between autodiff's gradient in this run and the reverse recurrence."""
+    def cotangent_share(self, settings: Any) -> float:
+        """How far an honest float32 reverse recurrence may lie from the float64 one, as a share of max|gradient|:
+        `cotangent_tolerance`, and never less than `cotangent_rounding` float32 units of the largest magnitude the
+        recurrence adds up (reverse_magnitude_entries: where a gradient entry cancels, rounding is relative to it)."""
         scale = float(np.max(np.abs(self.gradient)))
-        return float(np.max(np.abs(self.autodiff_gradient - self.gradient))) / (settings.cotangent_tolerance * scale)
+        carried = float(np.max(reverse_magnitude_entries(self.w, self.x)))
+        return max(settings.cotangent_tolerance, settings.cotangent_rounding * SINGLE * carried / scale)
+
+    def cotangent_separation(self, settings: Any) -> float:
+        """How many `cotangent_share`s lie between autodiff's gradient in this run and the reverse recurrence."""
+        scale = float(np.max(np.abs(self.gradient)))
+        return float(np.max(np.abs(self.autodiff_gradient - self.gradient))) / (self.cotangent_share(settings) * scale)
 
     @property
     def values_changed(self) -> bool:
@@ -322,9 +335,32 @@ class Oracle:
 
     def finite_noise(self, eps: float, units: float, unit: float) -> float:
         """How far honest code's central difference at step eps lies from `central_differences` when it evaluates
-        the objective with rounding unit `unit`: `units` rounding units of |f| in each evaluation, over eps, plus the
-        quotient's own rounding."""
-        return units * unit * abs(self.value) / eps + 4 * unit * abs(float(self.gradient.sum()))
+        the objective with rounding unit `unit`: `units` rounding units of the largest |f| it evaluates (at x and
+        x +- eps v: rounding is relative to the values computed, and at a wide step they can be several times f(x)),
+        over eps, plus the quotient's own rounding."""
+        return units * unit * self.evaluated_size(eps) / eps + 4 * unit * abs(float(self.gradient.sum()))
+
+    def evaluated_size(self, eps: float) -> float:
+        """The largest |f| among f(x) and f(x +- eps v) as this scenario's runs evaluate them."""
+        return self._once(("evaluated size", float(eps)), lambda: max(
+            abs(self.value), *(abs(self.value_at(point)) for point in self.step_points(eps)[0])))
+
+    def hvp_allowances(self, hessian: np.ndarray, directions: np.ndarray, share: float, settings: Any) -> np.ndarray:
+        """How far an honest float32 HVP along each row of `directions` may lie from hessian @ direction: a `share`
+        of max|H d|, and never less than `hvp_rounding` float32 units of max(|H| |d|), the magnitudes a product with
+        the Hessian adds up (where they cancel, its rounding is relative to them, not to the result:
+        jax.hessian(f)(x) @ v is the form that shows it)."""
+        directions = np.atleast_2d(np.asarray(directions, dtype=np.float64))
+        size = np.max(np.abs(directions @ hessian.T), axis=1)
+        carried = np.max(np.abs(directions) @ np.abs(hessian).T, axis=1)
+        return np.maximum(share * size, settings.hvp_rounding * SINGLE * carried)
+
+    def hvp_relative_tolerance(self, v: np.ndarray, settings: Any, hessian: np.ndarray | None = None) -> float:
+        """`hvp_allowances` along v with `hvp_tolerance`, as a fraction of max|H v| (default H: this run's ordinary
+        objective's)."""
+        hessian = self.hessian(False) if hessian is None else hessian
+        size = float(np.max(np.abs(hessian @ np.asarray(v, dtype=np.float64))))
+        return float(self.hvp_allowances(hessian, v, settings.hvp_tolerance, settings)[0]) / size
 
     @property
     def residual_counts(self) -> list[int]:
@@ -381,6 +417,7 @@ SINGLE = float(np.finfo(np.float32).eps)
 DOUBLE = float(np.finfo(np.float64).eps)
 SLOPE_TERMS = 3
 PROBE_STEPS = (1e-4, 3e-4, 1e-3, 3e-3, 1e-2, 3e-2)
+LESSON_TANGENT = np.linspace(-1.0, 1.0, WIDTH)   # the lesson's HVP direction: the changes are sized along it
 
 
 @dataclass(frozen=True)
@@ -428,7 +465,7 @@ def size_nudges(seed: int, batch_seed: int, scenario: str, settings: Any) -> Nud
     rules = Rules(terms)
     slope_shift = abs(float((gradient(w, x, rules) - g).sum())) / float(np.sum(np.abs(g)))
     # curvature: a random share of a fixed band of the HVP's size along the lesson's direction.
-    v = np.linspace(-1.0, 1.0, WIDTH)
+    v = LESSON_TANGENT
     base = hessian_vector_product(w, x, v, rules)
     unit = hessian_vector_product(w, x, v, Rules(terms, 1.0)) - base
     size = float(np.max(np.abs(base)))
@@ -520,8 +557,10 @@ def separates(nudges: Nudges, oracle: Oracle, settings: Any) -> bool:
             return False
     return (nudges.slope_shift * float(np.sum(np.abs(oracle.autodiff_gradient))) >= wanted * oracle.automatic_tolerance(settings)
             and oracle.cotangent_separation(settings) >= wanted
-            and nudges.remat_shift >= wanted * settings.hvp_tolerance
-            and nudges.curvature_shift >= wanted * settings.hvp_tolerance
+            and nudges.remat_shift >= wanted * max(oracle.hvp_relative_tolerance(LESSON_TANGENT, settings, oracle.hessian(c))
+                                                   for c in (False, True))
+            and nudges.curvature_shift >= wanted * max(oracle.hvp_relative_tolerance(LESSON_TANGENT, settings, h)
+                                                       for h in (oracle.hessian(False), oracle.true_hessian))
             and all(finite_separation(oracle, eps, settings) >= wanted for eps in steps)
             and all(one_sided_separation(oracle, eps, settings) >= wanted / 2 for eps in steps))
 
