@@ -1419,3 +1419,53 @@ def test_column_vectors_are_read_as_the_same_vectors(assignment, oracles, varian
         fraction, feedback = check(assignment, oracles, name, drop(column, "direction"), "variant", sightings=sightings)
         assert fraction == 1, (name, feedback)
     assert oracle.values_changed
+
+
+def stencil_events(oracle, variant_events, eps, sign=1):
+    """A file's one-sided second-order stencil at step eps ((-3 f0 + 4 f1 - f2) / 2 eps, or its backward mirror):
+    `finite` from its float32 evaluations at x, x + sign eps v and x + 2 sign eps v, and those points as the run
+    made and evaluated them."""
+    f = {k: value_at(oracle, point(oracle, k * sign * eps)) for k in (0, 1, 2)}
+    finite = sign * (-3 * f[0] + 4 * f[1] - f[2]) / (2 * eps)
+    events = replace(replace(variant_events, "eps", eps), "finite", finite)
+    stmt = INDEX["finite"]
+    evaluations = evaluations_at(oracle, stmt, (0.0, sign * eps, 2 * sign * eps))
+    sightings = [Sighting(stmt, point(oracle, k * sign * eps)) for k in (1, 2)]
+    return events, evaluations, sightings
+
+
+@pytest.mark.parametrize("sign", [1, -1])
+def test_a_one_sided_second_order_stencil_is_told_by_the_points_the_run_made(assignment, oracles, variant_events, sign):
+    """At a small step a one-sided second-order stencil is the central difference to float32 rounding: the run's
+    points prove it (x + eps v and x + 2 eps v made, x - eps v never), and the feedback says which points."""
+    oracle = oracles["variant"]
+    events, evaluations, sightings = stencil_events(oracle, variant_events, 1e-4, sign)
+    fraction, feedback = check(assignment, oracles, "finite_is_central_difference", events, "variant",
+                               evaluations=evaluations, sightings=sightings)
+    missing = "x − ε·v" if sign > 0 else "x + ε·v"
+    assert fraction == 0 and "one-sided second-order difference" in feedback and f"never {missing}" in feedback
+
+
+def test_a_central_difference_beside_a_point_two_steps_out_keeps_its_credit(assignment, oracles, variant_events):
+    """Exploring f at x + 2 eps v proves nothing against a run that also made x - eps v: the central difference
+    it reports keeps full credit."""
+    oracle = oracles["variant"]
+    eps = 1e-4
+    events = replace(replace(variant_events, "eps", eps), "finite", quotient(oracle, eps))
+    stmt = INDEX["finite"]
+    evaluations = evaluations_at(oracle, stmt, (0.0, eps, 2 * eps, -eps))
+    sightings = [Sighting(stmt, point(oracle, k * eps)) for k in (1, 2, -1)]
+    fraction, feedback = check(assignment, oracles, "finite_is_central_difference", events, "variant",
+                               evaluations=evaluations, sightings=sightings)
+    assert fraction == 1, feedback
+
+
+def test_a_stencil_is_not_named_when_the_evidence_is_incomplete(assignment, oracles, variant_events):
+    """A statement that made more calls than the recorder keeps may have made x - eps v unseen: then the points
+    prove nothing, and nothing is said about them."""
+    oracle = oracles["variant"]
+    events, evaluations, sightings = stencil_events(oracle, variant_events, 1e-4)
+    snap = make_snapshot(oracle, "variant", events, evaluations=evaluations, sightings=sightings)
+    snap.statements[INDEX["finite"]].sightings_omitted = 12
+    fraction, feedback = check_snapshot(assignment, oracles, "finite_is_central_difference", snap)
+    assert "one-sided second-order" not in feedback

@@ -459,6 +459,8 @@ def finite_is_central_difference(run, oracle, settings):
             continue
         in_range = unit == DOUBLE or settings.eps_min <= eps <= settings.eps_max   # where suitable worlds separate it
         if not oracle.values_changed or (in_range and oracle.finite_separation(eps, settings, unit) >= settings.separation):
+            stencil = _one_sided_stencil(run, oracle, settings, finite, eps)
+            assert stencil is None, stencil
             return f"`finite` is the central difference of the objective's values at x ± {eps:g}·v."
         unconfirmed = name
         break
@@ -472,6 +474,53 @@ def finite_is_central_difference(run, oracle, settings):
             f"{settings.eps_min:g} and {settings.eps_max:g} (at a smaller step rounding swamps the difference). Use a "
             "step in that range (or compute in float64).")
     raise AssertionError(_finite_diagnosis(run, oracle, settings, finite, eps, honest))
+
+
+STENCIL_NOISE = 4   # a one-sided second-order stencil weighs its evaluations 3, 4 and 1 (a central one 1 and 1)
+
+
+def _one_sided_stencil(run, oracle, settings, finite, eps):
+    """What to tell a run whose own points and `finite` prove a one-sided second-order stencil
+    (-3 f(x) + 4 f(x + eps v) - f(x + 2 eps v)) / 2 eps (or its backward mirror), else None.
+
+    At small steps its value and the central difference's agree to float32 rounding, so the value cannot tell them
+    apart: the points the run made can. It is said only when the run's evidence is complete, the run made the
+    points at one and two steps on one side and none at one step on the other, and `finite` is that stencil's value
+    of this run's evaluations."""
+    if run.evidence_gaps("finite") is not None:
+        return None
+    multiples = _step_multiples(run, oracle, settings, eps)
+    for side, sign in (("forward", 1), ("backward", -1)):
+        if sign in multiples and 2 * sign in multiples and -sign not in multiples:
+            stencil = oracle.second_order_one_sided(eps)[side]
+            if abs(finite - stencil) <= STENCIL_NOISE * oracle.finite_noise(eps, settings.finite_noise_float32, SINGLE):
+                near, far, missing = ("+", "+ 2", "−") if sign > 0 else ("−", "− 2", "+")
+                formula = ("(−3 f(x) + 4 f(x + ε·v) − f(x + 2ε·v)) / 2ε" if sign > 0
+                           else "(3 f(x) − 4 f(x − ε·v) + f(x − 2ε·v)) / 2ε")
+                return (f"`finite` is the one-sided second-order difference {formula} of this run's evaluations, not "
+                        f"a central difference: your run made the points x {near} ε·v and x {far}ε·v but never "
+                        f"x {missing} ε·v (eps = {eps:g}). The exercise asks for the central difference: evaluate "
+                        "the objective at x + ε·v and x − ε·v and divide the difference of the two values by 2ε.")
+    return None
+
+
+def _step_multiples(run, oracle, settings, eps):
+    """The whole multiples k (|k| <= 3) of eps for which the run made the point x + k eps v, v = (1,...,1): among the
+    vectors its expressions produced and the arguments of its recorded evaluations (a row of a batch too)."""
+    x = oracle.x
+    points = vectors(run.sightings(until="finite"), settings.width)
+    for evaluation in run.evaluations(until="finite"):
+        points += [np.asarray(row, dtype=np.float64) for a in evaluation.args
+                   if a.dtype.kind in "fiu" and a.ndim in (1, 2) and a.shape[-1:] == (settings.width,)
+                   for row in a.reshape(-1, settings.width)]
+    rounding = 2 * SINGLE * float(np.max(np.abs(x)))
+    found = set()
+    for point in points:
+        k = float(np.mean(point - x)) / eps
+        nearest = round(k)
+        if 0 < abs(nearest) <= 3 and abs(k - nearest) <= 0.02 and np.max(np.abs(point - x - nearest * eps)) <= rounding + 1e-2 * eps:
+            found.add(nearest)
+    return found
 
 
 def _written_down(oracle, finite):
@@ -496,6 +545,9 @@ def _finite_diagnosis(run, oracle, settings, finite, eps, honest):
     """Why `finite` is not the central difference of the objective's values, in words true of this value."""
     tolerance = max(oracle.finite_noise(eps, settings.finite_noise_float32, SINGLE), SINGLE * abs(finite))
     near = lambda value: abs(finite - value) <= tolerance  # noqa: E731
+    stencil = _one_sided_stencil(run, oracle, settings, finite, eps)
+    if stencil:
+        return stencil
     one_sided = oracle.one_sided_differences(eps)
     for side, value in one_sided.items():
         if near(value) and _closest(finite, honest) > tolerance:

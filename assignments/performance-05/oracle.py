@@ -311,6 +311,13 @@ class Oracle:
         return {"forward": forward_difference(self.w, self.x, self.ones, eps, self.rules),
                 "backward": backward_difference(self.w, self.x, self.ones, eps, self.rules)}
 
+    def second_order_one_sided(self, eps: float) -> dict[str, float]:
+        """The one-sided second-order stencils at step eps of this scenario's evaluations along v = (1,...,1):
+        (-3 f(x) + 4 f(x + eps v) - f(x + 2 eps v)) / 2 eps, and its backward mirror."""
+        f = {k: self.value_at(self.x + k * eps * self.ones) for k in (-2, -1, 0, 1, 2)}
+        return {"forward": (-3 * f[0] + 4 * f[1] - f[2]) / (2 * eps),
+                "backward": (3 * f[0] - 4 * f[-1] + f[-2]) / (2 * eps)}
+
     def slopes(self) -> dict[str, float]:
         """Values a `finite` that evaluated nothing could hold: the exact directional derivative and autodiff's."""
         return {"the exact directional derivative": float(self.gradient.sum()),

@@ -28,7 +28,7 @@ MAX_NAME = 200              # a contract name is far shorter; a longer one was f
 CELL_FILE = re.compile(r"<cell (\d+)>")
 
 
-@dataclass
+@dataclass(slots=True)   # a run may report tens of thousands of statements: no dict for each
 class Statement:
     index: int
     line: int
