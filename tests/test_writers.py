@@ -356,6 +356,29 @@ def test_the_channel_keeps_no_frame_nobody_reads():
     assert retained < 2**20, f"{retained} bytes retained after three ignored 8 MiB frames"
 
 
+def test_a_flood_of_statement_frames_costs_the_grader_under_a_kilobyte_each():
+    """A file of 15,000 top-level `...` statements (the marker bomb) makes the harness send a statement frame for
+    each, all kept for the snapshot: the keys every frame repeats are held once, not once per frame."""
+    import json
+    import struct
+    import tracemalloc
+
+    from grader.sandbox.frames import FrameReader
+
+    frames = [{"type": "statement", "index": i, "cell": None, "line": i + 1, "end_line": i + 1, "assigns": [],
+               "reads": [], "mutates": [], "placeholder": True, "status": "ok", "evaluations_omitted": 0,
+               "sightings_omitted": 0, "seconds": 0.0001} for i in range(15000)]
+    wire = b"".join(struct.pack(">I", len(b)) + b for b in (json.dumps(f).encode() for f in frames))
+    reader = FrameReader(budget=64 * 2**20, max_objects=10**6)
+    tracemalloc.start()
+    for start in range(0, len(wire), 65536):
+        reader.feed(wire[start:start + 65536])
+    held, _ = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    assert reader.problem is None and len(reader.frames) == 15000 and reader.frames[-1] == frames[-1]
+    assert held / 15000 < 1024, f"{held / 15000:.0f} bytes held per statement frame"
+
+
 def test_the_channel_keeps_rebound_values_only_within_its_budget():
     """A name bound again and again with 1 MB values: the newest value of every name stays whole, earlier ones are
     kept up to SUPERSEDED_VALUE_BYTES in all (the first ones) and then become `too_large` markers (counted for the record's note),

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import struct
+import sys
 
 from grader.model.limits import Limits
 
@@ -80,6 +81,7 @@ class FrameReader:
             if frame["type"] not in FRAME_TYPES:
                 self.ignored += 1
                 continue
+            frame = {sys.intern(key): value for key, value in frame.items()}   # one copy of each key for all frames
             if frame["type"] == "value" and isinstance(frame.get("name"), str):
                 self._supersede(frame["name"], size)
             self.frames.append(frame)
