@@ -516,7 +516,10 @@ def _step_multiples(run, oracle, settings, eps):
     rounding = 2 * SINGLE * float(np.max(np.abs(x)))
     found = set()
     for point in points:
-        k = float(np.mean(point - x)) / eps
+        with np.errstate(all="ignore"):
+            k = float(np.mean(point - x)) / eps
+        if not math.isfinite(k) or abs(k) > 4:   # a huge value, or a step too small to divide by
+            continue
         nearest = round(k)
         if 0 < abs(nearest) <= 3 and abs(k - nearest) <= 0.02 and np.max(np.abs(point - x - nearest * eps)) <= rounding + 1e-2 * eps:
             found.add(nearest)
