@@ -22,7 +22,7 @@ import re
 import numpy as np
 
 from grader.api import Missing
-from grader.api.methods import vectors
+from grader.api.methods import argument_points, vectors
 from grader.api.values import (
     as_number,
     as_vector,
@@ -508,20 +508,17 @@ def _step_multiples(run, oracle, settings, eps):
     """The whole multiples k (|k| <= 3) of eps for which the run made the point x + k eps v, v = (1,...,1): among the
     vectors its expressions produced and the arguments of its recorded evaluations (a row of a batch too)."""
     x = oracle.x
-    points = vectors(run.sightings(until="finite"), settings.width)
-    for evaluation in run.evaluations(until="finite"):
-        points += [np.asarray(row, dtype=np.float64) for a in evaluation.args
-                   if a.dtype.kind in "fiu" and a.ndim in (1, 2) and a.shape[-1:] == (settings.width,)
-                   for row in a.reshape(-1, settings.width)]
+    points = (vectors(run.sightings(until="finite"), settings.width)
+              + argument_points(run.evaluations(until="finite"), settings.width))
     rounding = 2 * SINGLE * float(np.max(np.abs(x)))
     found = set()
     for point in points:
         with np.errstate(all="ignore"):
             k = float(np.mean(point - x)) / eps
-        if not math.isfinite(k) or abs(k) > 4:   # a huge value, or a step too small to divide by
+        if not (math.isfinite(k) and abs(k) <= 3.5):   # a huge value, or a step too small to divide by
             continue
         nearest = round(k)
-        if 0 < abs(nearest) <= 3 and abs(k - nearest) <= 0.02 and np.max(np.abs(point - x - nearest * eps)) <= rounding + 1e-2 * eps:
+        if nearest and abs(k - nearest) <= 0.02 and np.max(np.abs(point - x - nearest * eps)) <= rounding + 1e-2 * eps:
             found.add(nearest)
     return found
 

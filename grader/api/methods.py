@@ -38,8 +38,7 @@ def point_values(evaluations: Iterable[Evaluation], width: int) -> list[PointVal
     found: list[PointValue] = []
     for evaluation in evaluations:
         numbers = [r for r in evaluation.results if r.dtype.kind in "fiu" and r.ndim <= 1]
-        points = [a for a in evaluation.args if a.dtype.kind in "fiu" and a.shape[-1:] == (width,) and a.ndim in (1, 2)]
-        for point in points:
+        for point in _point_arguments(evaluation, width):
             rows = point.reshape(-1, width)
             for result in numbers:
                 if result.size != len(rows):
@@ -51,6 +50,18 @@ def point_values(evaluations: Iterable[Evaluation], width: int) -> list[PointVal
         if len(found) >= MAX_POINTS:
             break
     return found
+
+
+def _point_arguments(evaluation: Evaluation, width: int) -> list[np.ndarray]:
+    """An evaluation's real arguments that are points of `width` entries: one (width,) or a (k, width) batch."""
+    return [a for a in evaluation.args if a.dtype.kind in "fiu" and a.shape[-1:] == (width,) and a.ndim in (1, 2)]
+
+
+def argument_points(evaluations: Iterable[Evaluation], width: int) -> list[np.ndarray]:
+    """Every point of `width` entries the evaluations were called at (each row of a batch), whatever they returned
+    (float64 copies)."""
+    return [np.asarray(row, dtype=np.float64) for evaluation in evaluations
+            for a in _point_arguments(evaluation, width) for row in a.reshape(-1, width)]
 
 
 def complex_points(evaluations: Iterable[Evaluation], width: int) -> int:
