@@ -599,7 +599,7 @@ def _candidate_directions(run, settings, name):
     """Vectors the HVP may have been computed along: every vector of `width` entries the run's expressions made up
     to it (tangents, directions, points; columns and rows too), and `direction` as the exercise left it. They only
     name a direction: the value itself must still follow the run's derivative rules along it."""
-    found = [d for d in vectors(run.sightings(until=name), settings.width) if np.any(d)]
+    found = [d for d in vectors(run.sightings(until=name), settings.width) if d.any()]
     try:
         direction = as_vector(run["direction"], "`direction`", settings.width, column=True)
         if np.any(direction):

@@ -167,7 +167,7 @@ def vectors(sightings: Iterable[Sighting], width: int, limit: int = 4000) -> lis
             continue
         vector = np.asarray(array, dtype=np.float64).reshape(width)
         key = vector.tobytes()
-        if key not in seen and np.all(np.isfinite(vector)):
+        if key not in seen and np.isfinite(vector).all():
             seen.add(key)
             found.append(vector)
     return found
