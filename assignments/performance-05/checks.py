@@ -510,17 +510,17 @@ def _step_multiples(run, oracle, settings, eps):
     x = oracle.x
     points = (vectors(run.sightings(until="finite"), settings.width)
               + argument_points(run.evaluations(until="finite"), settings.width))
+    if not points:
+        return set()
+    offsets = np.stack(points) - x           # one array pass: a batch of many rows costs no Python loop per row
     rounding = 2 * SINGLE * float(np.max(np.abs(x)))
-    found = set()
-    for point in points:
-        with np.errstate(all="ignore"):
-            k = float(np.mean(point - x)) / eps
-        if not (math.isfinite(k) and abs(k) <= 3.5):   # a huge value, or a step too small to divide by
-            continue
-        nearest = round(k)
-        if nearest and abs(k - nearest) <= 0.02 and np.max(np.abs(point - x - nearest * eps)) <= rounding + 1e-2 * eps:
-            found.add(nearest)
-    return found
+    with np.errstate(all="ignore"):          # a huge value, or a step too small to divide by: left out below
+        k = offsets.mean(axis=1) / eps
+        usable = np.isfinite(k) & (np.abs(k) <= 3.5)
+        nearest = np.rint(np.where(usable, k, 0.0))   # halves to even, as round() does
+        misfit = np.max(np.abs(offsets - nearest[:, None] * eps), axis=1)
+    hits = usable & (nearest != 0) & (np.abs(k - nearest) <= 0.02) & (misfit <= rounding + 1e-2 * eps)
+    return {int(n) for n in nearest[hits]}
 
 
 def _written_down(oracle, finite):
