@@ -115,6 +115,8 @@ def test_requirements_pin_the_installed_versions(built):
                  if line and not line.startswith("#")]
     assert f"otter-grader[grading]=={metadata.version('otter-grader')}" in lines   # otter's runner needs a kernel
     assert f"jax=={metadata.version('jax')}" in lines and f"numpy=={metadata.version('numpy')}" in lines
+    # the LMS host gets the ml_dtypes this checkout runs (pyproject.toml bounds it: 0.7.0 imports in 0.8 CPU-s)
+    assert f"ml_dtypes=={metadata.version('ml_dtypes')}" in lines
 
 
 def test_zip_carries_the_same_grading_inputs(assignment, built, tmp_path):

@@ -178,3 +178,4 @@ def test_the_wheel_installs_what_runs_the_starter_notebook_and_its_check_cell(ti
     required = {line.split(":", 1)[1].strip().split(">")[0].split("=")[0].split("<")[0].lower()
                 for line in metadata.splitlines() if line.startswith("Requires-Dist:")}
     assert {"nbclient", "ipykernel", "ipython", "jax", "numpy"} <= required, required
+    assert "Requires-Dist: ml_dtypes<0.7,>=0.5" in metadata or "Requires-Dist: ml_dtypes>=0.5,<0.7" in metadata, metadata
