@@ -21,7 +21,7 @@ from grader.common.user_cache import user_cache_dir
 from grader.config.assignment import load
 
 ROOT = Path(__file__).resolve().parent.parent
-COURSE = ["jax", "jaxlib", "numpy", "pytest", "nbclient", "ipykernel", "nbformat"]
+COURSE = ["jax", "jaxlib", "ml_dtypes", "numpy", "pytest", "nbclient", "ipykernel", "nbformat"]
 
 RUN_NOTEBOOK = r"""
 import json, sys, nbformat
