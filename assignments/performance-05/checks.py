@@ -16,6 +16,7 @@ No evidence is no credit. Feedback describes what this student's run did, in wor
 Whether the file ran, and ran to its end, is checked by the framework's own checks (`builtin:` in assignment.toml).
 """
 
+import functools
 import math
 import re
 
@@ -110,7 +111,13 @@ POSITION = re.compile(r"(\S+):(\d+):(\d+) \(([^()\n]{0,200})\)")
 
 
 def _positions(lines):
-    return sorted(match.group(0) for line in lines for match in POSITION.finditer(line[:2000]))
+    return list(_positions_of(tuple(lines)))
+
+
+@functools.lru_cache(maxsize=64)
+def _positions_of(lines: tuple[str, ...]) -> tuple[str, ...]:
+    """The sorted positions, read once per set of lines: each residual check reads the same reports again."""
+    return tuple(sorted(match.group(0) for line in lines for match in POSITION.finditer(line[:2000])))
 
 
 def _two_line_lists(value):

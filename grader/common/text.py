@@ -40,10 +40,16 @@ def clean_data(value: Any) -> Any:
     return value
 
 
+_WHITESPACE = re.compile(r"\s+")
+
+
 def clip(text: str, limit: int) -> str:
     """`text` on one line, at most `limit` characters: whitespace runs (newlines too) become one space, and a longer
     text ends at the last whole word that fits, followed by "…"."""
-    flat = re.sub(r"\s+", " ", str(text)).strip()
+    text = str(text)
+    if len(text) <= limit and text.isprintable() and "  " not in text and text == text.strip(" "):
+        return text   # already one line: a printable str holds no whitespace but ASCII spaces (the common case)
+    flat = _WHITESPACE.sub(" ", text).strip()
     if len(flat) <= limit:
         return flat
     cut = flat[:max(1, limit - 1)]
