@@ -114,9 +114,10 @@ def _positions(lines):
     return list(_positions_of(tuple(lines)))
 
 
-@functools.lru_cache(maxsize=64)
+@functools.lru_cache(maxsize=16)
 def _positions_of(lines: tuple[str, ...]) -> tuple[str, ...]:
-    """The sorted positions, read once per set of lines: each residual check reads the same reports again."""
+    """The sorted positions, read once per set of lines: each residual check reads the same reports again (16: the
+    lists one grading compares, so the parent keeps at most 16 runs' values, each within `value_max_bytes`)."""
     return tuple(sorted(match.group(0) for line in lines for match in POSITION.finditer(line[:2000])))
 
 
