@@ -186,6 +186,12 @@ def test_the_cluster_grades_as_a_local_batch_does(assignment, cluster, tmp_path)
     submissions.mkdir()
     for name in CASES:
         (submissions / name).write_bytes((CORPUS / name).read_bytes())
+    # The hang sleeps instead of spinning: the same run at its time limit on both paths, without four runs each
+    # burning a CPU for 20 s that the other test worker needs (the spinning hang is graded in tests/test_corpus.py).
+    spinning = (CORPUS / "hang_at_end.py").read_text(encoding="utf-8")
+    sleeping = spinning.replace("while True:\n    pass", "import time\n\nwhile True:\n    time.sleep(1)")
+    assert sleeping != spinning
+    (submissions / "hang_at_end.py").write_text(sleeping, encoding="utf-8")
     port = cluster.scheduler_address.rsplit(":", 1)[1]
     hostile = (THREATS / "loopback_connect.py").read_text(encoding="utf-8").replace("__LISTENER_PORT__", port)
     (submissions / "loopback_connect.py").write_text(hostile, encoding="utf-8")

@@ -130,7 +130,8 @@ def test_corpus_case(assignment_id: str, case: str, batches: Callable[[str], Gra
     entries = corpus_entries(corpus)
     mine = [e for e in entries if case_of(e) == case]
     assert len(mine) == 1, f"case {case!r} needs exactly one corpus entry beside its {EXPECTED}; found {mine}"
-    orphans = sorted(e.name for e in entries if case_of(e) not in set(case_names(corpus)))
+    names = set(case_names(corpus))       # once: in the condition it listed the folder again for every entry
+    orphans = sorted(e.name for e in entries if case_of(e) not in names)
     assert not orphans, f"corpus entries without an {EXPECTED}: {orphans}"
     collectable = [e.name for e in entries if re.fullmatch(r"test_.*\.py|.*_test\.py", e.name)]
     assert not collectable, f"pytest would import these corpus files as tests: {collectable}"
@@ -159,7 +160,8 @@ def test_every_corpus_case_is_well_formed(assignment_id: str) -> None:
     corpus = CORPORA[assignment_id]
     assignment = grader.config.assignment.load(assignment_id, project_root(assignment_id))
     entries, names = corpus_entries(corpus), case_names(corpus)
-    problems = [f"corpus entries without an {EXPECTED}: {e.name}" for e in entries if case_of(e) not in set(names)]
+    known = set(names)
+    problems = [f"corpus entries without an {EXPECTED}: {e.name}" for e in entries if case_of(e) not in known]
     for case in names:
         mine = [e.name for e in entries if case_of(e) == case]
         if len(mine) != 1:

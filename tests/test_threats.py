@@ -102,6 +102,13 @@ def _marked_files(roots: list[Path], since: float) -> list[str]:
     return found
 
 
+# Tighter time limits than a class gets: the attacks that run to their limits (a CPU starver, ignored signals, a
+# hundred queueing processes) are stopped at 15 s (plus at most 20 s of waiting for a busy machine) instead of 30 + 60
+# s. The honest victims need at most about 7 s under this batch's load, with no waiting allowance. The LMS threats
+# (test_threats_lms.py) are graded with the same limits.
+TIGHT_LIMITS = {"wall_seconds": 15, "soft_seconds": 10, "cpu_wait_allowance_seconds": 20}
+
+
 @dataclass
 class Batch:
     folder: Path
@@ -193,11 +200,7 @@ def grade_threats(assignment_id: str, tmp_path_factory: pytest.TempPathFactory) 
     listener.listen(16)
     port = listener.getsockname()[1]
     assignment = grader.config.assignment.load(assignment_id, project_root(assignment_id))
-    # Tighter time limits than a class gets: the attacks that run to their limits (a CPU starver, ignored signals,
-    # a hundred queueing processes) are stopped at 15 s (plus at most 20 s of waiting for a busy machine) instead of
-    # 30 + 60 s. The honest victims need at most about 7 s under this batch's load, with no waiting allowance.
-    assignment = replace(assignment, limits=replace(assignment.limits, wall_seconds=15, soft_seconds=10,
-                                                    cpu_wait_allowance_seconds=20))
+    assignment = replace(assignment, limits=replace(assignment.limits, **TIGHT_LIMITS))
     solution = assignment.solution_path.read_text(encoding="utf-8")
     ids = {}
     for case in case_names(threats):

@@ -23,7 +23,7 @@ from case_expectations import EXPECTED, case_folders, case_names, record_problem
 from leftovers import cgroups_of, temp_dirs_of
 from lms_paths import LmsRun, gradescope_run, otter_run
 from seeded_zip import with_seed
-from test_threats import allowance_problems, file_name, with_solution
+from test_threats import TIGHT_LIMITS, allowance_problems, file_name, with_solution
 
 from grader.config.assignment import load
 from grader.lms.autograder_zip import write_autograder_zip
@@ -58,7 +58,8 @@ def lms(tmp_path_factory):
     work = tmp_path_factory.mktemp("lms-threats")
     solution = assignment.solution_path.read_text(encoding="utf-8")
     files = {case: write_case(case, solution, work / "submissions") for case in CASES}
-    zip_path = with_seed(write_autograder_zip(assignment, work / "build"), work / "seeded.zip")
+    # The batch's tighter limits (test_threats.py): the runaway control and the queueing attack run to them.
+    zip_path = with_seed(write_autograder_zip(assignment, work / "build"), work / "seeded.zip", limits=TIGHT_LIMITS)
 
     def both(case: str) -> tuple[str, LmsRun, LmsRun]:
         return (case, gradescope_run(zip_path, files[case], work / "gradescope" / case),
