@@ -104,8 +104,9 @@ def _marked_files(roots: list[Path], since: float) -> list[str]:
 
 # Tighter time limits than a class gets: the attacks that run to their limits (a CPU starver, ignored signals, a
 # hundred queueing processes) are stopped at 15 s (plus at most 20 s of waiting for a busy machine) instead of 30 + 60
-# s. The honest victims need at most about 7 s under this batch's load, with no waiting allowance. The LMS threats
-# (test_threats_lms.py) are graded with the same limits.
+# s. The runs that finish took up to 9.4 s each under the full suite's load on a fast 2-core host, with no waiting
+# allowance (fork_bomb, memory_channel_values); on a slower host the allowance covers what they wait for a CPU. The
+# LMS threats (test_threats_lms.py) are graded with the same limits.
 TIGHT_LIMITS = {"wall_seconds": 15, "soft_seconds": 10, "cpu_wait_allowance_seconds": 20}
 
 
