@@ -463,6 +463,11 @@ def test_edits_that_keep_the_program_keep_its_normalised_statements():
     edited = ("import numpy as np\ndef f(a, b):\n    pass\n    y = np.sum(b)\n    \"a note\"\n    1\n"
               "    x = b * 2 + a  # swapped\n    x = x\n    return y == x\n")
     assert [u.tokens for u in units_of(edited)] == [u.tokens for u in units_of(source)]
+    given = "panels.append({'kind': 'bar', 'series': [{'label': 'a', 'y': flags}]})\nempty = {}\n"
+    restyled = "panels.append(dict(kind='bar', series=[dict(label='a', y=flags)]))\nempty = dict()\n"
+    assert [u.tokens for u in units_of(restyled)] == [u.tokens for u in units_of(given)]
+    for other in ("merged = dict(base, kind='bar')\n", "merged = dict(**base)\n", "pairs = dict([('a', 1)])\n"):
+        assert [u.tokens for u in units_of(other)] != [u.tokens for u in units_of(given)]
     dependent = "def f(a):\n    a.append(1)\n    n = len(a)\n    return n\n"
     swapped = "def f(a):\n    n = len(a)\n    a.append(1)\n    return n\n"
     assert [u.tokens for u in units_of(dependent)] != [u.tokens for u in units_of(swapped)]

@@ -11,6 +11,9 @@
   sorted by their normalised text, in every block inside a statement (a method call or an attribute or item
   assignment counts as writing the name it is made on). Anything else (a return, a loop, a definition) keeps
   its place and is a barrier between groups.
+- `dict(a=1, b=2)` becomes `{'a': 1, 'b': 2}` (`dict()` becomes `{}`): the same program, so that students who
+  restyle a dict literal they were given (the lesson's panel records) share no code of their own by that. A file
+  that rebinds `dict` is read as if it had not.
 Names themselves are normalised by the tokeniser (`tokens.py`), not here.
 """
 
@@ -58,6 +61,14 @@ class Normaliser(ast.NodeTransformer):
         for operand in operands[1:]:
             built = ast.BinOp(built, type(node.op)(), operand)
         return built
+
+    def visit_Call(self, node: ast.Call) -> ast.AST:
+        self.generic_visit(node)
+        if (isinstance(node.func, ast.Name) and node.func.id == "dict" and not node.args
+                and all(keyword.arg is not None for keyword in node.keywords)):
+            keys: list[ast.expr | None] = [ast.Constant(keyword.arg) for keyword in node.keywords]
+            return ast.copy_location(ast.Dict(keys=keys, values=[keyword.value for keyword in node.keywords]), node)
+        return node
 
     def visit_Compare(self, node: ast.Compare) -> ast.AST:
         self.generic_visit(node)
