@@ -66,7 +66,8 @@ class Normaliser(ast.NodeTransformer):
         self.generic_visit(node)
         if (isinstance(node.func, ast.Name) and node.func.id == "dict" and not node.args
                 and all(keyword.arg is not None for keyword in node.keywords)):
-            keys: list[ast.expr | None] = [ast.Constant(keyword.arg) for keyword in node.keywords]
+            keys: list[ast.expr | None] = [ast.copy_location(ast.Constant(keyword.arg), keyword)
+                                           for keyword in node.keywords]
             return ast.copy_location(ast.Dict(keys=keys, values=[keyword.value for keyword in node.keywords]), node)
         return node
 
