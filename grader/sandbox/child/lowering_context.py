@@ -92,8 +92,9 @@ def constant_bytes(closed, core):
         seen.add(id(item))
         if isinstance(item, core.ClosedJaxpr):
             total += sum(_nbytes(value) for value in item.consts)
-            stack.append(item.jaxpr)
-            continue
+            if core.ClosedJaxpr is not core.Jaxpr:   # JAX >= 0.12 merged the two: the equations are this item's
+                stack.append(item.jaxpr)
+                continue
         for atom in item.outvars:
             if isinstance(atom, core.Literal):
                 total += _nbytes(atom.val)
@@ -118,10 +119,12 @@ def _nbytes(value):
 
 def install():
     """In the fork server, after JAX is imported and before any fork: returns the installed sharer, or None."""
-    from jax._src import core, traceback_util
-    from jax._src.interpreters import mlir
+    import types
+
+    from jax_internals import find
 
     global INSTALLED
-    traceback_util.register_exclusion(__file__)   # a student's traceback shows JAX's frames here, not ours
-    INSTALLED = SharedLoweringContext(mlir, core).install()
+    find("exclude_from_tracebacks")(__file__)   # a student's traceback shows JAX's frames here, not ours
+    core = types.SimpleNamespace(**{name: find(name) for name in ("ClosedJaxpr", "Jaxpr", "Literal")})
+    INSTALLED = SharedLoweringContext(find("mlir_module"), core).install()
     return INSTALLED

@@ -45,10 +45,11 @@ def residual_api():
     """JAX's saved_residuals (what print_saved_residuals prints, as data), taken before student code runs: a probe
     asks it about the student's own functions, and a file that later replaces it changes only its own calls."""
     try:
-        from jax._src import ad_checkpoint
+        from jax_internals import find
+
+        found = find("saved_residuals")
     except BaseException:
         return {}
-    found = getattr(ad_checkpoint, "saved_residuals", None)
     return {"saved_residuals": found} if callable(found) else {}
 
 
