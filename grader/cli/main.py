@@ -22,6 +22,7 @@ from grader.cli.adjust import add_commands, adjust_command, explain_command
 from grader.cli.batch import grade_folder
 from grader.cli.similar import add_similarity_options, options_from, own_class_among, similar_command
 from grader.cli.trial import trial_grading
+from grader.common.jax_range import unsupported as unsupported_jax
 from grader.common.user_cache import CACHE_DIR_ENV, use_cache_dir
 from grader.config.assignment import ConfigError, available, every_problem, find_root, load
 from grader.model.verdicts import grader_fault
@@ -239,7 +240,7 @@ def _grade(assignment, args) -> int:
         print(f"grader: the roster {args.roster} is not a file", file=sys.stderr)
         return 2
     out = args.out or folder.resolve().parent / "results"
-    refused = own_class_among(args.earlier, out, folder)
+    refused = unsupported_jax() or own_class_among(args.earlier, out, folder)
     if refused:
         print(f"grader: {refused}", file=sys.stderr)
         return 2

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from grader.common.environment import environment
+from grader.common.jax_range import unsupported as unsupported_jax
 from grader.config.assignment import Assignment, ConfigError, find_root, load
 from grader.config.bundle import Bundle, bundled_root, read_bundle
 from grader.grading.grade import grade
@@ -133,6 +134,9 @@ def run_check(path: Path, assignment: Assignment, bundle: Bundle | None, group: 
     """Grade `path` (a .py or .ipynb) in the sandbox; return its visible checks."""
     if not path.is_file():
         raise CheckError(f"{path} is not a file")
+    refused = unsupported_jax(student=True)
+    if refused:
+        raise CheckError(refused)
     target = narrowed(assignment, group)
     if bundle is None:
         require_solution(assignment)

@@ -1,0 +1,97 @@
+"""Grade on one Python and JAX of the supported range and compare with what the course's JAX gives (scripts/jax-range).
+
+Run with the interpreter of a virtualenv that has the grader and one JAX installed:
+
+    python scripts/jax_range_grade.py REFERENCE_RESULTS OUT
+
+- the bundled examples, graded into OUT/examples, must score what REFERENCE_RESULTS (the same examples graded on the
+  course's JAX in this CI run) records for each, submission by submission;
+- a sample of the corpus (every SAMPLE_EVERY-th labelled case) must grade as labelled in its `.expected.toml`;
+- `grader check` of the reference solution must give every visible check full marks.
+Exits non-zero, naming each difference, when any of these fails.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+CORPUS = ROOT / "tests" / "assignments" / "performance-05" / "corpus"
+SAMPLE_EVERY = 25
+GRADER = Path(sys.executable).parent / "grader"
+
+
+def grade(submissions: Path, out: Path) -> dict[str, dict]:
+    subprocess.run([str(GRADER), "grade", str(submissions), "--out", str(out), "--regrade"], check=False,
+                   stdout=subprocess.DEVNULL)
+    return {p.stem: json.loads(p.read_text()) for p in out.glob("*.json") if p.stem not in {"summary", "results"}
+            and "submission" in json.loads(p.read_text())}
+
+
+def examples_agree(reference: Path, out: Path) -> list[str]:
+    theirs = grade(ROOT / "examples" / "submissions", out / "examples")
+    ours = {p.stem: json.loads(p.read_text()) for p in reference.glob("*.json")}
+    ours = {name: record for name, record in ours.items() if "submission" in record}
+    problems = [f"examples: {name} scored {theirs.get(name, {}).get('score')} here, {record['score']} on the course's JAX"
+                for name, record in sorted(ours.items()) if theirs.get(name, {}).get("score") != record["score"]]
+    return problems if ours else ["examples: no reference results to compare with"]
+
+
+def corpus_sample_as_labelled(out: Path) -> list[str]:
+    labels = sorted(CORPUS.glob("*.expected.toml"))[::SAMPLE_EVERY]
+    folder = out / "sample"
+    folder.mkdir(parents=True, exist_ok=True)
+    for label in labels:
+        name = label.name[: -len(".expected.toml")]
+        for source in CORPUS.glob(name + ".*"):
+            if source.suffix in (".py", ".ipynb") and source.is_file():
+                shutil.copy(source, folder / source.name)
+    records = grade(folder, out / "sample-results")
+    problems = []
+    for label in labels:
+        name = label.name[: -len(".expected.toml")]
+        expected = tomllib.loads(label.read_text())
+        record = records.get(name)
+        if record is None:
+            problems.append(f"corpus {name}: no record")
+            continue
+        if record["status"] != expected.get("status", "graded"):
+            problems.append(f"corpus {name}: status {record['status']}, labelled {expected.get('status')}")
+        for group, score in expected.get("groups", {}).items():
+            got = record["groups"].get(group, {}).get("score")
+            if got is None or abs(got - score) > 1e-9:
+                problems.append(f"corpus {name}: {group} {got}, labelled {score}")
+    print(f"corpus sample: {len(labels)} labelled cases graded")
+    return problems
+
+
+def reference_checks_full() -> list[str]:
+    done = subprocess.run([str(GRADER), "check", str(ROOT / "solutions" / "performance-05.py")],
+                          capture_output=True, text=True, cwd=str(ROOT))
+    last = [line for line in done.stdout.splitlines() if line.startswith("Visible checks:")]
+    if done.returncode != 0 or not last or "(all visible checks pass)" not in last[-1]:
+        return ["grader check of the reference: " + (last[-1] if last else (done.stdout + done.stderr)[-400:])]
+    return []
+
+
+def main() -> int:
+    reference, out = Path(sys.argv[1]), Path(sys.argv[2])
+    os.environ["GRADER_CACHE_DIR"] = str(out / "cache")
+    import jax  # the JAX this interpreter grades with
+
+    print(f"Python {sys.version.split()[0]}, JAX {jax.__version__}")
+    problems = examples_agree(reference, out) + corpus_sample_as_labelled(out) + reference_checks_full()
+    for problem in problems:
+        print("  DIFFERS " + problem)
+    print("agrees with the course's JAX" if not problems else f"{len(problems)} difference(s)")
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
