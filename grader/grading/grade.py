@@ -72,6 +72,13 @@ def grade(assignment: Assignment, submission: Submission, facts: dict, variant_s
                                      variant_seed, reasons)
         record["grader_faults"] = faults
         return record
+    reported = reported_faults(snapshots)
+    if reported:   # the grader's own code raised inside a statement: nothing of the file is judged, nor excused
+        reasons = "; ".join(f"the {name} run: {', '.join(found)}" for name, found in reported.items())
+        record = grader_fault_record(assignment, submission, "the grader's own code failed while running a statement "
+                                     "of your file (not an error in your file)", variant_seed, reasons)
+        record["reported_grader_faults"] = {name: bounded_messages(found) for name, found in reported.items()}
+        return record
     oracles = {name: build_oracle(assignment, name, seed, facts, variant_seed) for name, seed in seeds.items()}
     exercises = submission.exercises    # read once at intake: where each region lies, which still hold `...`
     checks = run_checks(assignment, snapshots, oracles, exercises.regions,
@@ -101,10 +108,6 @@ def grade(assignment: Assignment, submission: Submission, facts: dict, variant_s
     record["explanations"] = {c.id: c.explanation for c in checks if c.explanation}   # instructor only
     if broken:
         record["check_errors"] = bounded_errors(broken)   # for the instructor: check id -> where it raised, and why it was charged
-    reported = reported_faults(snapshots)
-    if reported:
-        # for the instructor: not trusted, not excused
-        record["reported_grader_faults"] = {name: bounded_messages(found) for name, found in reported.items()}
     if assignment.figure_name:
         figures = {name: json_safe(snapshot.values.get(assignment.figure_name)) for name, snapshot in snapshots.items()}
         record["figures"] = {name: bounded_figure(figure) for name, figure in figures.items()}

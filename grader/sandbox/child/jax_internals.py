@@ -84,3 +84,55 @@ def find(name):
 def names(*wanted):
     """Several names at once, in the order asked: `ClosedJaxpr, Jaxpr = names("ClosedJaxpr", "Jaxpr")`."""
     return tuple(find(name) for name in wanted)
+
+
+# ---- the grader's own rules: their failures are the grader's, even where JAX hides their frames ----------------
+
+MAX_NOTED = 64
+_RAISED: dict = {}    # id(error) -> (error, filenames of the frames below the grader's rule when it left the rule)
+
+
+def guarded(rule):
+    """`rule` (a derivative rule, lowering or evaluation the grader installs in JAX) that notes every exception
+    leaving it. JAX cuts the grader's frames (registered exclusions) from a traceback that crosses its API, so a
+    fault of the grader's rule inside a student's `jax.grad` would otherwise look like the student's error."""
+    import functools
+
+    @functools.wraps(rule)
+    def guarded_rule(*args, **kwargs):
+        try:
+            return rule(*args, **kwargs)
+        except (MemoryError, RecursionError):   # the student's computation's size, wherever it ran out
+            raise
+        except Exception as error:
+            _note(error)
+            raise
+
+    return guarded_rule
+
+
+def _note(error):
+    import sys
+    import traceback
+
+    try:
+        below = [frame.filename for frame in traceback.extract_tb(sys.exc_info()[2])[1:]]
+        if id(error) not in _RAISED:
+            if len(_RAISED) >= MAX_NOTED:
+                _RAISED.pop(next(iter(_RAISED)))
+            _RAISED[id(error)] = (error, below)
+    except Exception:
+        pass
+
+
+def raised_in_grader_rule(error, student_files):
+    """Whether `error` (or one it was raised from) left a guarded rule with no student frame below the rule: the
+    grader's own code failed, not a student function the rule called (a student's custom_jvp inside a checkpoint)."""
+    seen = set()
+    while error is not None and id(error) not in seen and len(seen) < 32:
+        seen.add(id(error))
+        entry = _RAISED.get(id(error))
+        if entry is not None and entry[0] is error and not any(name in student_files for name in entry[1]):
+            return True
+        error = error.__cause__ or error.__context__
+    return False

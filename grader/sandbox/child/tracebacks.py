@@ -7,6 +7,8 @@ student reads; an error whose innermost frame is the setup or a probe is the gra
 import os
 import traceback
 
+from jax_internals import raised_in_grader_rule
+
 MAX_TRACEBACK = 6000
 SETUP_FILE = "<grader: scenario setup>"
 PROBES_FILE = "<grader: probes>"
@@ -42,5 +44,5 @@ def format_error(error, student_files):
     # them is the wrapped function's; only code that acts on its own (a scenario replacement, a probe) can fault.
     return {"type": type(error).__name__, "message": message, "line": last.lineno if last else None,
             "file": last.filename if last else None, "traceback": text,
-            "grader_fault": innermost in (SETUP_FILE, PROBES_FILE),
+            "grader_fault": innermost in (SETUP_FILE, PROBES_FILE) or raised_in_grader_rule(error, student_files),
             "through_setup": any(frame.filename == SETUP_FILE for frame in frames)}
