@@ -2,12 +2,14 @@
 
 Run with the interpreter of a virtualenv that has the grader and one JAX installed:
 
-    python scripts/jax_range_grade.py REFERENCE_RESULTS OUT
+    python scripts/jax_range_grade.py REFERENCE_RESULTS OUT [WHEEL_GRADER]
 
 - the bundled examples, graded into OUT/examples, must score what REFERENCE_RESULTS (the same examples graded on the
   course's JAX in this CI run) records for each, submission by submission;
 - a sample of the corpus (every SAMPLE_EVERY-th labelled case) must grade as labelled in its `.expected.toml`;
-- `grader check` of the reference solution must give every visible check full marks.
+- `grader check` of the reference solution must give every visible check full marks, from the checkout and, with
+  WHEEL_GRADER (the `grader` of a virtualenv holding only the student wheel, built on the course's JAX, and this
+  JAX), as a student runs it: that check measures the reference facts on this JAX with the bundle's facts program.
 Exits non-zero, naming each difference, when any of these fails.
 """
 
@@ -71,12 +73,13 @@ def corpus_sample_as_labelled(out: Path) -> list[str]:
     return problems
 
 
-def reference_checks_full() -> list[str]:
-    done = subprocess.run([str(GRADER), "check", str(ROOT / "solutions" / "performance-05.py")],
-                          capture_output=True, text=True, cwd=str(ROOT))
+def reference_checks_full(grader: Path, where: str, cwd: Path) -> list[str]:
+    done = subprocess.run([str(grader), "check", str(ROOT / "solutions" / "performance-05.py")],
+                          capture_output=True, text=True, cwd=str(cwd))
     last = [line for line in done.stdout.splitlines() if line.startswith("Visible checks:")]
+    print(f"grader check of the reference ({where}): {last[-1] if last else 'no result'}")
     if done.returncode != 0 or not last or "(all visible checks pass)" not in last[-1]:
-        return ["grader check of the reference: " + (last[-1] if last else (done.stdout + done.stderr)[-400:])]
+        return [f"grader check of the reference ({where}): " + (last[-1] if last else (done.stdout + done.stderr)[-400:])]
     return []
 
 
@@ -86,7 +89,10 @@ def main() -> int:
     import jax  # the JAX this interpreter grades with
 
     print(f"Python {sys.version.split()[0]}, JAX {jax.__version__}")
-    problems = examples_agree(reference, out) + corpus_sample_as_labelled(out) + reference_checks_full()
+    problems = examples_agree(reference, out) + corpus_sample_as_labelled(out) + \
+        reference_checks_full(GRADER, "the checkout", ROOT)
+    if len(sys.argv) > 3:   # outside the checkout, so only the installed bundle is found
+        problems += reference_checks_full(Path(sys.argv[3]), "the student wheel", out)
     for problem in problems:
         print("  DIFFERS " + problem)
     print("agrees with the course's JAX" if not problems else f"{len(problems)} difference(s)")

@@ -6,6 +6,7 @@ hashes), rebuilds byte-identically, and its assignment folder loads on its own w
 
 import base64
 import hashlib
+import json
 import re
 import shutil
 import sys
@@ -20,6 +21,7 @@ from grader.authoring.student_wheel import build_wheel_bytes, write_student_whee
 from grader.authoring.visible_subset import visible_checks_source
 from grader.config.assignment import load
 from grader.config.bundle import PACKAGE, read_bundle
+from grader.intake.regions import find_regions
 
 ROOT = Path(__file__).resolve().parent.parent
 TINY = ROOT / "tests" / "fixtures" / "tiny_project"
@@ -107,16 +109,53 @@ def test_the_bundled_assignment_loads_with_its_visible_checks_and_facts(tiny_whe
     assert bundle.starter == render(load("tiny", TINY)).python
 
 
-def test_no_solution_statement_beyond_the_starter_is_in_the_lesson_wheel(lesson_wheel):
+def test_no_solution_statement_beyond_the_starter_and_the_fact_exercises_is_in_the_lesson_wheel(lesson_wheel):
+    """Only `[assignment] fact_exercises` (printed on the lesson page) leave, and only in the facts program."""
     assignment = load("performance-05", ROOT)
     starter = render(assignment).python
-    secret = [line.strip() for line in assignment.solution_path.read_text().splitlines()
-              if len(line.strip()) >= 16 and line.strip() not in starter]
+    lines = assignment.solution_path.read_text().splitlines()
+    facts = set(assignment.config["assignment"]["fact_exercises"])
+    kept = {line.strip() for region in find_regions(lines) if region.name in facts for line in region.body(lines)}
+    secret = [line.strip() for line in lines if len(line.strip()) >= 16 and line.strip() not in starter]
     assert len(secret) > 10, "the solution should have exercise lines the starter does not show"
-    everything = "\n".join(texts(lesson_wheel).values())
-    leaked = [line for line in secret if line in everything]
+    assert kept & set(secret), "the fact exercises' code should be code the starter does not show"
+    shipped = texts(lesson_wheel)
+    bundle = json.loads(shipped[f"{PACKAGE}/assignments/performance-05/bundle.json"])
+    everything = "\n".join([*(text for name, text in shipped.items() if not name.endswith("bundle.json")),
+                            json.dumps({key: value for key, value in bundle.items() if key != "fact_source"})])
+    leaked = [line for line in secret if line in everything or (line in bundle["fact_source"] and line not in kept)]
     assert not leaked, f"solution lines in the student wheel: {leaked[:5]}"
-    assert not any(name.startswith(("solutions/", "assignments/")) for name in texts(lesson_wheel))
+    assert [line for line in secret if line in kept and line in bundle["fact_source"]], "the facts program lacks them"
+    assert not any(name.startswith(("solutions/", "assignments/")) for name in shipped)
+
+
+def test_the_facts_program_measures_the_bundled_facts_again(lesson_wheel, tmp_path):
+    """On the course's JAX, the facts a student's check measures equal those measured from the solution."""
+    from grader.grading.warm_state import WarmState
+
+    root = unpack(lesson_wheel, tmp_path / "site")
+    assignment = load("performance-05", root)
+    bundle = read_bundle(assignment.folder)
+    assert bundle is not None and bundle.fact_source and not assignment.solution_path.exists()
+    measured = WarmState(assignment, tmp_path / "cache", fact_source=bundle.fact_source).encoded_facts()
+    assert set(measured) == {"reports", "memory"} and measured["memory"] == bundle.facts["memory"]
+
+    def without_positions(facts: dict) -> str:   # residual lines cite source lines, which the two programs number apart
+        return re.sub(r"performance-05\.py:\d+:\d+", "<line>", json.dumps(facts["reports"], sort_keys=True))
+    assert without_positions(measured) == without_positions(bundle.facts)
+    assert "<line>" in without_positions(measured)
+
+
+def test_a_facts_program_that_fails_before_its_facts_is_refused(lesson_wheel, tmp_path):
+    from grader.config.assignment import ConfigError
+    from grader.grading.warm_state import WarmState
+
+    root = unpack(lesson_wheel, tmp_path / "site")
+    assignment = load("performance-05", root)
+    bundle = read_bundle(assignment.folder)
+    broken = bundle.fact_source.replace("reports=[", "raise RuntimeError('facts program broken')\nreports=[", 1)
+    with pytest.raises(ConfigError, match="facts program did not run cleanly"):
+        WarmState(assignment, tmp_path / "cache", fact_source=broken).encoded_facts()
 
 
 def test_the_wheel_record_matches_its_files_and_a_rebuild_is_identical(tiny_with_secrets, tiny_wheel):
@@ -170,6 +209,8 @@ def test_a_different_jax_is_named_with_the_checks_it_may_affect():
     affected = [spec.id for spec in assignment.checks if {"reports", "memory"} & set(spec.needs)]
     assert "residuals.counts_match_live" in affected and all(check_id in note for check_id in affected)
     assert "directional.automatic" not in note
+    measured_here = Bundle(environment=older.environment, facts={}, starter="", fact_source="x = 1\n")
+    assert version_note(assignment, measured_here, assignment.checks) is None, "facts measured here: nothing differs"
 
 
 def test_the_wheel_installs_what_runs_the_starter_notebook_and_its_check_cell(tiny_wheel):

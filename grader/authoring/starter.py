@@ -68,12 +68,13 @@ class Rendered:
     chunks: list[Chunk]
 
 
-def render(assignment: Assignment, scaffold: bool = True) -> Rendered:
-    """Both starters as text. `scaffold=False` keeps the solution code (a solution notebook, for tests)."""
+def render(assignment: Assignment, scaffold: bool = True, keep: frozenset[str] = frozenset()) -> Rendered:
+    """Both starters as text. `scaffold=False` keeps the solution code (a solution notebook, for tests); `keep`
+    names exercises whose solution code stays while the others are scaffolded (the facts program, fact_source)."""
     starter = assignment.config.get("starter", {})
     source = assignment.solution_path.read_text(encoding="utf-8")
     try:
-        chunks, replaced = split_solution(source, starter, scaffold)
+        chunks, replaced = split_solution(source, starter, scaffold, keep)
     except (ScaffoldError, RegionError) as error:
         raise BuildError(f"{assignment.solution_path}: {error}") from None
     # From the first chunk holding an exercise on, a cell may raise while a TODO is unfinished (its own `...`, or a
@@ -121,13 +122,28 @@ def write_starters(assignment: Assignment, out: Path) -> list[Path]:
     return paths
 
 
+def fact_source(assignment: Assignment) -> str:
+    """The program the reference facts come from, for a student bundle: the starter with the solution's code kept in
+    the exercises `[assignment] fact_exercises` names (the rest scaffolded). Empty unless the lesson page prints the
+    solution (`solution_is_public`): only then may those exercises' code leave the instructor's machine."""
+    names = frozenset(assignment.config["assignment"].get("fact_exercises", []))
+    if not names or not assignment.solution_is_public:
+        return ""
+    regions = {region.name for region in find_regions(assignment.solution_path.read_text(encoding="utf-8").splitlines())}
+    if names - regions:
+        raise BuildError(f"[assignment] fact_exercises names {', '.join(sorted(names - regions))}, which "
+                         f"{assignment.solution_path} has no exercise region for")
+    return render(assignment, keep=names).python
+
+
 def _filename(assignment: Assignment, suffix: str) -> str:
     return Path(assignment.submission_filename).stem + suffix
 
 
 # ---- the solution, cut into chunks -----------------------------------------------------------------------
 
-def split_solution(source: str, starter: dict, scaffold: bool = True) -> tuple[list[Chunk], list[str]]:
+def split_solution(source: str, starter: dict, scaffold: bool = True,
+                   keep: frozenset[str] = frozenset()) -> tuple[list[Chunk], list[str]]:
     """(chunks, source of every replaced statement). The solution's module docstring describes the solution
     itself, so it is left out; the templates write the starter's own header."""
     lines = source.splitlines()
@@ -178,7 +194,7 @@ def split_solution(source: str, starter: dict, scaffold: bool = True) -> tuple[l
             exercise = _exercise(region, prose[region.name], first=region.name not in seen)
             seen.add(region.name)
             body = region.body(lines)
-            if scaffold:
+            if scaffold and region.name not in keep:
                 result = scaffold_region(body, rules)
                 body = result.text.split("\n")
                 replaced += result.replaced

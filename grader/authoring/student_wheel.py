@@ -6,9 +6,12 @@
     grader_bundles/assignments/<id>/          assignment.toml and checks.py cut down to the visible checks
                                               (visible_subset.py), oracle.py, scenario_setup.py, probes.py
     grader_bundles/assignments/<id>/bundle.json   the reference facts measured on the JAX installed here (the
-                                              course's pinned JAX), those versions, and the public starter
+                                              course's pinned JAX), those versions, the public starter, and the
+                                              facts program: the starter with only `[assignment] fact_exercises`
+                                              filled in (where the lesson page prints them), which a check runs to
+                                              measure the facts on the student's own JAX
 
-and never the solution, a hidden check, the rest of the assignment folder (tolerance calibration scripts hold
+and never the rest of the solution, a hidden check, the rest of the assignment folder (tolerance calibration scripts hold
 honest solutions) or `[lms]` (the grading seed). It is written by hand as a zip (PEP 427: dist-info with
 METADATA, WHEEL, entry_points.txt, RECORD), every entry with a fixed time and mode, names sorted: no network,
 no build backend, and a rebuild is byte-identical.
@@ -26,7 +29,7 @@ import zipfile
 from pathlib import Path
 
 from grader import PACKAGE_DIR, __version__
-from grader.authoring.starter import render
+from grader.authoring.starter import fact_source, render
 from grader.authoring.visible_subset import (
     toml_text,
     visible_checks_source,
@@ -70,7 +73,8 @@ def assignment_files(assignment: Assignment, cache_dir: Path | None) -> dict[str
         if (assignment.folder / name).is_file():
             files[name] = (assignment.folder / name).read_bytes()
     info = {"format": FORMAT, "assignment": assignment.id, "environment": environment(),
-            "facts": encoded_facts(assignment, cache_dir), "starter": render(assignment).python}
+            "facts": encoded_facts(assignment, cache_dir), "starter": render(assignment).python,
+            "fact_source": fact_source(assignment)}
     files[INFO] = (json.dumps(info, indent=1, sort_keys=True) + "\n").encode()
     return files
 

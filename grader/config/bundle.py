@@ -2,7 +2,8 @@
 
 The wheel (grader/authoring/student_wheel.py) installs `grader_bundles/assignments/<id>/` beside the grader
 package: the assignment folder with only its visible checks, plus `bundle.json` (the reference facts measured
-on the course's JAX, that JAX's versions, the public starter). `grader_bundles` is a namespace package, so
+on the course's JAX, that JAX's versions, the public starter and, where the lesson prints the solution, the facts
+program that measures the facts again on the student's own JAX). `grader_bundles` is a namespace package, so
 wheels of several lessons install side by side into one folder that `config.assignment.load` reads as a
 project root. There is no `solutions/` there: facts come from bundle.json instead of a reference run.
 """
@@ -26,6 +27,8 @@ class Bundle:
     environment: dict[str, str]       # versions the reference facts were measured with (the course's JAX)
     facts: dict[str, Any]             # [assignment] reference_facts, encoded as the run streamed them
     starter: str                      # the public starter; trusted code that warms the compilation cache
+    fact_source: str = ""             # the starter with the fact exercises filled in: the facts measured on the
+                                      # student's own JAX ("" when the solution is not public: `facts` are used)
 
 
 def bundled_root() -> Path | None:
@@ -48,4 +51,5 @@ def read_bundle(folder: Path) -> Bundle | None:
     data = json.loads(path.read_text(encoding="utf-8"))
     if data.get("format") != FORMAT:
         raise ValueError(f"{path}: bundle format {data.get('format')!r}, this grader reads {FORMAT}; reinstall the bundle")
-    return Bundle(environment=dict(data["environment"]), facts=dict(data["facts"]), starter=str(data.get("starter", "")))
+    return Bundle(environment=dict(data["environment"]), facts=dict(data["facts"]), starter=str(data.get("starter", "")),
+                  fact_source=str(data.get("fact_source", "")))

@@ -41,7 +41,9 @@ ASSIGNMENT_KEYS = {"id": "", "title": "", "solution": "solutions/<id>.py (the re
                    "solution_is_public": "true when the lesson page itself shows the solution (false by default)",
                    "method_sampler": "assignments/<id>/method_sampler.py (common honest forms, warming large batches)",
                    "method_sampler_min_submissions": "20 (the smallest batch the sampler warms)",
-                   "fact_setup": '["nudge_...", ...] (baseline set-up functions the reference facts are measured with)'}
+                   "fact_setup": '["nudge_...", ...] (baseline set-up functions the reference facts are measured with)',
+                   "fact_exercises": '["memory", ...] (exercises whose public solution code the facts need: a student '
+                                     'check measures the facts on its own JAX; needs solution_is_public)'}
 ASSIGNMENT_REQUIRED = ("solution", "max_submission_bytes", "contract", "seed_parameter")
 SCENARIO_KEYS = ("description", "setup", "fresh_seed", "failure_hint")
 GROUP_KEYS = ("points", "title")
@@ -163,6 +165,13 @@ def _assignment_problems(info: dict, parameters: dict, folder_name: str) -> tupl
     if not _string_list(facts) or any(name not in contract for name in facts):
         problems.append(f"[assignment] reference_facts = {facts!r}: must list contract names; "
                         f"use names from [assignment] contract ({_names(contract)})")
+    fact_exercises = info.get("fact_exercises", [])
+    if not _string_list(fact_exercises):
+        problems.append(f"[assignment] fact_exercises = {fact_exercises!r}: must be a list of exercise names")
+    elif fact_exercises and not info.get("solution_is_public", False):
+        problems.append(f"[assignment] fact_exercises = {fact_exercises!r}: needs solution_is_public = true (a student "
+                        "bundle ships these exercises' solution code, so the lesson page must print it); remove it "
+                        "to ship the facts as measured on the course's JAX instead")
     seed = info.get("seed_parameter")
     if seed is not None and seed not in parameters:
         problems.append(f"[assignment] seed_parameter = {seed!r}: [parameters] has no {seed!r}; "

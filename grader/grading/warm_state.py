@@ -107,8 +107,10 @@ class WarmState:
     """The entry of `assignment` under `cache` (default: the user's cache folder). `public_source` is the public
     starter whose compiled programs runs may read ("" where there is none at hand: runs then compile everything)."""
 
-    def __init__(self, assignment: Assignment, cache: Path | None = None, public_source: str = ""):
+    def __init__(self, assignment: Assignment, cache: Path | None = None, public_source: str = "",
+                 fact_source: str = ""):
         self.assignment = assignment
+        self.fact_source = fact_source   # a student bundle's facts program (no solution there); "" = the solution
         self.cache = Path(cache).absolute() if cache else user_cache_dir()
         self.key = warm_key(assignment)
         self.store = WarmStore(self.cache / "warm" / f"{assignment.id}-{self.key}", self.key)
@@ -121,15 +123,21 @@ class WarmState:
 
     # ---- the facts ----------------------------------------------------------------------------------------
 
+    def _reference_name(self) -> str:
+        if not self.fact_source:
+            return REFERENCE
+        return "facts-" + hashlib.sha256(self.fact_source.encode()).hexdigest()[:12]
+
     def read_reference(self) -> Part | None:
-        return self.store.read(REFERENCE, False, self._has_facts)
+        return self.store.read(self._reference_name(), False, self._has_facts)
 
     def reference(self) -> Part:
-        """The facts part, measured now when no valid one is kept (raises ConfigError when the reference solution
-        does not run cleanly)."""
+        """The facts part, measured now when no valid one is kept (raises ConfigError when the reference solution,
+        or the bundle's facts program, does not run cleanly)."""
         part = self.read_reference()
         if part is None:
-            part = self.store.build(REFERENCE, lambda staging: self._measure_facts(), False, accept=self._has_facts)
+            part = self.store.build(self._reference_name(), lambda staging: self._measure_facts(), False,
+                                    accept=self._has_facts)
             prune_entries(self.store.folder.parent, f"{self.assignment.id}-", self.store.folder, KEPT_ENTRIES,
                           ENTRY_MAX_AGE_SECONDS)
         mark_used(self.store.folder)
@@ -245,11 +253,34 @@ class WarmState:
         keep = set(self.assignment.config["assignment"].get("fact_setup", []))
         scenario = self.assignment.scenarios["baseline"]
         baseline = dataclasses.replace(scenario, setup=tuple(name for name in scenario.setup if name in keep))
+        if self.fact_source:
+            return {"facts": self._run_fact_source(baseline)}
         frames = self._run_reference(baseline, self.assignment.lesson_seed, None, None)[0]
         missing = [name for name in self._fact_names() if name not in frames]
         if missing:
             raise ConfigError(f"the reference solution never defined {', '.join(missing)}")
         return {"facts": {name: frames[name] for name in self._fact_names()}}
+
+    def _run_fact_source(self, baseline: Scenario) -> dict[str, Any]:
+        """The facts from the bundle's facts program (the starter with only the exercises the facts need filled in,
+        grader/authoring/starter.py fact_source). Its other exercises are unfinished and may fail, as a student's
+        would: the facts count only when every statement up to the last one that bound a fact ran cleanly."""
+        assignment, names = self.assignment, self._fact_names()
+        snapshot, raw = run_scenario(assignment, baseline, assignment.lesson_seed, self.fact_source,
+                                     assignment.submission_filename, None)
+        frames: dict[str, tuple[int, Any]] = {}
+        for frame in raw.frames:
+            if frame.get("type") == "value" and frame.get("name") in names and "value" in frame:
+                frames[frame["name"]] = (int(frame.get("stmt", 0)), frame["value"])
+        missing = [name for name in names if name not in frames]
+        last = max((index for index, _ in frames.values()), default=-1)
+        failed = [s for s in snapshot.failed_statements if s.index <= last]
+        if snapshot.setup_error or missing or failed:
+            detail = (snapshot.setup_error or (f"it never defined {', '.join(missing)}" if missing else
+                      f"line {failed[0].line} raised {(failed[0].error or {}).get('message', '')}"))
+            raise ConfigError(f"the course bundle's facts program did not run cleanly on JAX "
+                              f"{environment().get('jax')} ({detail}).\n{snapshot.output_tail[-2000:]}")
+        return {name: value for name, (_, value) in frames.items()}
 
     def _compile_starter(self, runs: list[tuple[Scenario, int, int | None]], staging: Path | None) -> dict[str, Any]:
         """Run the public starter in each (scenario, seed, batch seed) with `staging` as its writable compilation

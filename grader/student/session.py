@@ -1,9 +1,10 @@
 """One student check: grade a file exactly as `grader grade` does and keep what the student may see.
 
 The assignment comes from the installed student bundle (config/bundle.py) or, in the instructor's checkout,
-from `assignments/`. The bundle brings the reference facts measured on the course's JAX; the checkout measures
-them from the solution. The runs are the normal grading path (the strongest sandbox the machine offers, both
-scenarios); only visible checks are reported. `group` narrows the check to one group's checks and the
+from `assignments/`. The bundle brings a facts program (the starter with only the exercises the facts need filled
+in) that measures the reference facts on the student's own JAX; the checkout measures them from the solution.
+The runs are the normal grading path (the strongest sandbox the machine offers, both scenarios); only visible
+checks are reported. `group` narrows the check to one group's checks and the
 scenarios they need (baseline always runs: it is the file as written).
 """
 
@@ -22,6 +23,7 @@ from grader.config.bundle import Bundle, bundled_root, read_bundle
 from grader.grading.grade import grade
 from grader.grading.reference import reference_facts
 from grader.grading.single import grade_in_verified_world
+from grader.grading.warm_state import WarmState
 from grader.intake.discovery import load_single
 from grader.model.record import CheckRecord
 from grader.model.verdicts import stopped_early, student_messages
@@ -85,6 +87,14 @@ def locate(assignment_id: str | None = None, root: Path | None = None) -> tuple[
 
 
 def facts_for(assignment: Assignment, bundle: Bundle | None) -> dict:
+    """The reference facts: measured on this JAX (the checkout's solution, or the bundle's facts program, once per
+    machine and JAX version), or as the course's JAX gave them where the bundle has no facts program."""
+    if bundle is not None and bundle.fact_source:
+        try:
+            return WarmState(assignment, fact_source=bundle.fact_source).facts()
+        except (ConfigError, OSError) as error:
+            raise CheckError(f"the check could not measure what it compares with on this machine (not a problem in "
+                             f"your file): {error}") from None
     if bundle is not None:
         names = assignment.config["assignment"].get("reference_facts", [])
         return {name: decode(bundle.facts[name]) for name in names}
@@ -112,7 +122,7 @@ def narrowed(assignment: Assignment, group: str | None) -> Assignment:
 
 def version_note(assignment: Assignment, bundle: Bundle | None, specs: list) -> str | None:
     """Say when this JAX differs from the course's, and which checks read facts measured on the course's."""
-    if bundle is None:
+    if bundle is None or bundle.fact_source:   # facts measured on this JAX: nothing differs from grading
         return None
     yours = environment()
     differing = [f"{name} {yours.get(name)} (the course uses {bundle.environment.get(name)})"
