@@ -25,7 +25,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 CORPUS = ROOT / "tests" / "assignments" / "performance-05" / "corpus"
-SAMPLE_EVERY = 25
+SAMPLE_EVERY = 40
 GRADER = Path(sys.executable).parent / "grader"
 
 

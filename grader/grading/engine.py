@@ -37,7 +37,7 @@ from grader.grading.faults import errors_only_in, grader_faults, reported_faults
 from grader.grading.missing import why_missing
 from grader.intake.regions import RegionLines, region_lines
 from grader.model.limits import Limits
-from grader.model.verdicts import RUN_DESCRIPTION_PREFIX, passed
+from grader.model.verdicts import INSTRUCTOR_TOLD_CHECK, RUN_DESCRIPTION_PREFIX, passed
 from grader.runs.evidence import Evaluation, Sighting
 from grader.runs.places import failure_place
 from grader.runs.provenance import Binding, Provenance
@@ -384,7 +384,7 @@ def _combine(assignment: Assignment, spec: CheckSpec, outcomes: list, snapshots:
     if bugs:   # the check's own bug: it cannot judge this submission in that run, so nothing is scored here
         return CheckResult(id=spec.id, group=spec.group, score=0.0, max_score=spec.points, visibility=spec.visibility,
                            feedback=("Not judged: this check failed because of a bug in the grader's own check (not in "
-                                     "your work). Your instructor has been told; it will be graded again."),
+                                     f"your work). {INSTRUCTOR_TOLD_CHECK}"),
                            grader_error=error, unjudged=True)
     fraction = min(f for _, f, _ in outcomes)
     failing = [(s, f, text) for s, f, text in outcomes if f < 1.0]

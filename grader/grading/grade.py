@@ -35,7 +35,7 @@ from grader.grading.reference_runs import reference_runs
 from grader.intake.discovery import Submission
 from grader.intake.regions import Exercises
 from grader.model.record import CheckRecord, GroupScore, OutputExcerpt, Record, RunSummary, record_to_json
-from grader.model.verdicts import ISOLATION_PREFIX, STOPPED_ENDINGS
+from grader.model.verdicts import INSTRUCTOR_TOLD, ISOLATION_PREFIX, STOPPED_ENDINGS
 from grader.runs.jobs import Runner, run_scenario, scenario_seed, setup_parameters, variant_seed_for
 from grader.runs.places import failure_place
 from grader.runs.provenance import Provenance
@@ -176,8 +176,8 @@ def grader_fault_record(assignment: Assignment, submission: Submission, reason: 
     """The grader could not grade this file through its own fault: an error record with no points (never an excuse
     that keeps them), the reason in plain words, `grader_error` for the instructor; a re-run grades it again, and
     the batch exits non-zero."""
-    record = error_record(assignment, submission, f"The grader could not grade this file: {reason}. This is the grader's fault, not yours; your "
-                          "instructor has been told and it will be graded again.", variant_seed)
+    record = error_record(assignment, submission, f"The grader could not grade this file: {reason}. This is the "
+                          f"grader's fault, not yours; {INSTRUCTOR_TOLD}", variant_seed)
     record["grader_error"] = clip(detail, 4000) or reason
     return record
 

@@ -32,6 +32,7 @@ class Job(TypedDict):
     # Added on the way in, by the sandbox (process.py, fork_server.py) or the compile-cache warm-up:
     compilation_cache_dir: NotRequired[str]
     seccomp: NotRequired[str | None]       # the syscall filter program, base64 (None: no filter available)
+    own_rlimits: NotRequired[dict[str, int] | None]   # the portable strategy: rlimits the run sets on itself
     channel_fd: NotRequired[int]
     control_fd: NotRequired[int]
 

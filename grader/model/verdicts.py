@@ -10,6 +10,12 @@ from grader.model.record import Record
 ISOLATION_PREFIX = "Isolation used: "          # the record message that names the sandbox a run used
 LIMIT_ENDINGS = {"killed_wall", "exited_early"}
 STOPPED_ENDINGS = ("syntax_error", "sys_exit", "killed_wall", "exited_early")   # no line after the stop ran
+# What a grader-fault record says in the instructor's batch, where it is true: the instructor reads the batch's
+# report and a re-run grades the file again. A student's own check says FAULT_IN_A_CHECK instead (for_student).
+INSTRUCTOR_TOLD = "your instructor has been told and it will be graded again."
+INSTRUCTOR_TOLD_CHECK = "Your instructor has been told; it will be graded again."
+FAULT_IN_A_CHECK = ("Nobody has been told: run the check again, and if this repeats, show this output to your course "
+                    "staff.")
 LIMIT_WORDS = re.compile(r"\blimit\b|ran out of memory|was stopped|killed by|only the first and last", re.IGNORECASE)
 
 
@@ -79,6 +85,12 @@ def run_descriptions(messages: list[str]) -> tuple[list[str], list[str]]:
     """(the runs described once, shown at the top of a student's page; the other notes)."""
     about = [m for m in messages if isinstance(m, str) and m.startswith(RUN_DESCRIPTION_PREFIX)]
     return about, [m for m in messages if m not in about]
+
+
+def for_student(text: str) -> str:
+    """A record's sentence as a student's own check says it: no instructor hears of a check run on the student's
+    machine, so the batch's promise that one was told becomes what the student can do."""
+    return text.replace(INSTRUCTOR_TOLD_CHECK, FAULT_IN_A_CHECK).replace(INSTRUCTOR_TOLD, FAULT_IN_A_CHECK)
 
 
 def student_messages(messages: list[str]) -> list[str]:

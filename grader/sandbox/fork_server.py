@@ -48,6 +48,7 @@ from grader.sandbox.isolation import (
     installed,
     parents_traversable,
     strongest_available,
+    student_strategy,
     system_view,
 )
 from grader.sandbox.launcher import Launcher
@@ -63,6 +64,7 @@ from grader.sandbox.process import (
 )
 from grader.sandbox.scratch import make_temp_dir
 from grader.sandbox.seccomp import filter_program
+from grader.sandbox.shared_python import shared
 
 RUNTIME = "/grader-runtime"          # grader/child/ (harness, zygote_server, ...), read-only, inside the sandbox
 CACHE = "/grader-compile-cache"      # the warmed compilation cache, read-only, inside the sandbox
@@ -123,7 +125,8 @@ class ForkServer:
 
     def start(self) -> ForkServer:
         """Start the first generation (every generation's runs are inspected before it serves: `_launch`)."""
-        if os.geteuid() != 0 or not isinstance(strongest_available(), Bubblewrap):
+        strategy = student_strategy() if shared() else strongest_available()
+        if os.geteuid() != 0 or not isinstance(strategy, Bubblewrap):
             raise ForkServerError("the fork server needs root and bubblewrap")
         self._launcher = Launcher(self._launch)
         try:

@@ -39,6 +39,7 @@ from pathlib import Path
 from grader.model.limits import Limits
 from grader.sandbox.inspection import SandboxFacts, inspect_with, parse_printed, script
 from grader.sandbox.scratch import make_temp_dir
+from grader.sandbox.shared_python import folders_to_show, portable_forced, shared
 
 SYSTEM_DIRS = ("/usr", "/etc")
 SYSTEM_LINKS_OR_DIRS = ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
@@ -90,6 +91,7 @@ class Isolation:
     prlimit = shutil.which("prlimit")
     passed_over: list[Isolation] = []    # the stronger strategies tried before this one (for a refusal's reasons)
     setpriv = shutil.which("setpriv")
+    portable = False                     # the plain-subprocess strategy of a student's check (Portable)
 
     @property
     def switches_uid(self) -> bool:
@@ -173,6 +175,34 @@ class Isolation:
 
 class ProcessGroup(Isolation):
     pass
+
+
+class Portable(Isolation):
+    """A student's check on a machine without a working sandbox: a plain subprocess of the student's own Python, in a
+    new session, with the rlimits the run sets on itself and the wall limit the parent keeps. Nothing Linux-only
+    (no prlimit or setpriv binaries, namespaces, cgroup or syscall filter): it runs wherever Python has `os.pipe`,
+    sessions and `resource` (Linux, macOS). Never used by the instructor's batch: it isolates nothing."""
+
+    name = "plain subprocesses of your own Python (portable strategy)"
+    reach = ("plain subprocesses of your own Python, with time and memory limits: no sandbox, which a check of your "
+             "own file on your own machine does not need")
+    prlimit = None
+    setpriv = None
+    portable = True
+
+    def inspect(self) -> SandboxFacts:
+        return SandboxFacts(failure="the portable strategy is not a sandbox")
+
+    def describe(self) -> str:
+        return f"{self.name}, rlimits set by the run itself, scrubbed environment"
+
+    @staticmethod
+    def own_rlimits(limits: Limits) -> dict[str, int]:
+        """What the run sets on itself. Not the process count: under the student's own uid it counts every process
+        and thread of theirs (a desktop has hundreds), so the run would fail for what else runs. Not the data size on
+        macOS, whose kernel applies it to what JAX reserves, not what it uses."""
+        dropped = {"nproc"} | ({"data"} if sys.platform == "darwin" else set())
+        return {name: value for name, value in limits.rlimits().items() if name not in dropped}
 
 
 class Unshare(Isolation):
@@ -268,6 +298,11 @@ def python_dirs() -> list[Path]:
     venv = Path(sys.prefix)
     if venv not in kept and not any(k in venv.parents for k in kept) and not str(venv).startswith("/usr"):
         kept.append(venv)
+    # A student's check: the folders its own Python imports from (user site, PYTHONPATH), shown read-only too.
+    for folder in folders_to_show():
+        if not any(str(folder) == d or str(folder).startswith(d + "/") for d in SYSTEM_DIRS) and \
+                not any(folder == k or k in folder.parents for k in kept):
+            kept.append(folder)
     return kept
 
 
@@ -295,6 +330,21 @@ def strongest_available() -> Isolation:
     chosen = usable[0] if usable else tried[-1]
     chosen.passed_over = [strategy for strategy in tried if strategy is not chosen]
     return chosen
+
+
+def student_strategy() -> Isolation:
+    """How a student's check starts its runs (shared_python.py): bubblewrap where it is strong here, else the portable
+    strategy (also when forced by $GRADER_PORTABLE_RUNS). Never refused: the file and the machine are the student's."""
+    if portable_forced():
+        return Portable()
+    strongest = strongest_available()
+    return strongest if isinstance(strongest, Bubblewrap) and strongest.facts.strong else Portable()
+
+
+def default_isolation() -> Isolation:
+    """The strategy a run gets when its caller names none: a student's check's, or the strongest, refused when weak
+    and not asked for by name (`require_isolation`)."""
+    return student_strategy() if shared() else require_isolation(strongest_available())
 
 
 def recheck() -> Isolation:
@@ -358,6 +408,8 @@ def require_isolation(strategy: Isolation | None = None, allow_weak: bool | None
 def reach_line(strategy: Isolation | None = None) -> str:
     """One line for the terminal, before anything runs: what a run can reach."""
     strategy = strategy or strongest_available()
+    if strategy.portable:
+        return f"Runs: {strategy.reach} ({sys.executable})."
     if strategy.facts.strong:
         return f"Sandbox: {strategy.reach}."
     return (f"Sandbox: WEAK, used because it was asked for by name: {strategy.reach} "

@@ -34,10 +34,11 @@ from grader.model.limits import Limits
 from grader.sandbox.cgroups import CgroupTree, RunCgroup
 from grader.sandbox.child.cpu_wait import StretchedDeadline, Usage, group_usage, open_proc, starting_usage, tree_usage
 from grader.sandbox.frames import FrameReader
-from grader.sandbox.isolation import RUNTIME_NAME, UIDS, Isolation, require_isolation, strongest_available
+from grader.sandbox.isolation import RUNTIME_NAME, UIDS, Isolation, Portable, default_isolation
 from grader.sandbox.scratch import make_temp_dir
 from grader.sandbox.seccomp import describe as seccomp_description
 from grader.sandbox.seccomp import filter_program
+from grader.sandbox.shared_python import write_import_paths
 
 CHILD_DIR = Path(__file__).with_name("child")
 COMPILE_CACHE_PATH = "/tmp/grader-compile-cache"   # where a run sees JAX's compilation cache (runs/compile_cache.py)
@@ -154,11 +155,13 @@ def shared_tree() -> CgroupTree | None:
 
 
 def copy_child_runtime(folder: Path) -> None:
-    """The code that runs inside the sandbox (grader/child/), copied to `folder`, readable by any uid."""
+    """The code that runs inside the sandbox (grader/child/), copied to `folder`, readable by any uid, with the
+    student's import paths where this process shares its environment (a student's check: shared_python.py)."""
     folder.mkdir(mode=0o755)
     for name in CHILD_MODULES:
         shutil.copy(CHILD_DIR / name, folder / name)
         os.chmod(folder / name, 0o644)
+    write_import_paths(folder)
     os.chmod(folder, 0o755)
 
 
@@ -175,7 +178,8 @@ def run_job(job: Job, limits: Limits, isolation: Isolation | None = None, python
 
     `own_uid=False` keeps the grader's uid and leaves out the cgroup and syscall filter: only for trusted code
     (the reference solution warming a cache)."""
-    isolation = isolation or require_isolation(strongest_available())   # below namespaces only when asked for
+    isolation = isolation or default_isolation()   # below namespaces only when asked for (or a student's check)
+    own_uid = own_uid and not isolation.portable   # the portable strategy: the student's own process, as is
     workdir = make_temp_dir("run")
     started = time.monotonic()
     read_fd, write_fd = os.pipe()
@@ -206,10 +210,11 @@ def run_job(job: Job, limits: Limits, isolation: Isolation | None = None, python
         os.close(write_fd)
         os.close(control_write)
         channel_fd, control_fd, write_fd, control_write = write_fd, control_write, -1, -1
-        if isolation.limits_need_pid:
+        if isolation.limits_need_pid and not isolation.portable:
             apply_limits(process.pid, limits)
         program = filter_program() if own_uid else None
-        _send_job(process, {**job, "channel_fd": channel_fd, "control_fd": control_fd,
+        own_limits = Portable.own_rlimits(limits) if isolation.portable else None   # set by the run on itself
+        _send_job(process, {**job, "channel_fd": channel_fd, "control_fd": control_fd, "own_rlimits": own_limits,
                             "seccomp": base64.b64encode(program).decode("ascii") if program else None})
         _pump(process, read_fd, control_read, limits, raw, group)
     except OSError as error:   # the sandbox could not start the run: the grader's failure, retried by the caller

@@ -21,7 +21,8 @@ import time
 from pathlib import Path
 
 from grader.model.verdicts import mark
-from grader.sandbox.isolation import WeakIsolation, allow_weak_isolation
+from grader.sandbox.isolation import WeakIsolation
+from grader.student.machine import UnsupportedMachine, prepare_runs
 from grader.student.session import CheckError, StudentCheck, locate, run_check
 from grader.student.terminal import report_text
 
@@ -33,11 +34,11 @@ def check(group: str | None = None, path: str | os.PathLike | None = None, assig
     """Grade the saved notebook (or `path`) and display the visible feedback; returns the result."""
     try:
         target, bundle = locate(assignment)
-        if bundle is not None:   # a student's own notebook on their own machine: weak isolation risks nobody else's work
-            allow_weak_isolation()
+        if bundle is not None:   # the student's own notebook, in this kernel's Python (student/machine.py)
+            prepare_runs()
         notebook = Path(path) if path is not None else find_notebook(Path.cwd(), target.submission_filename)
         result = run_check(notebook, target, bundle, group)
-    except (CheckError, WeakIsolation) as error:
+    except (CheckError, WeakIsolation, UnsupportedMachine) as error:
         _show(f"<p><b>check()</b>: {html.escape(str(error))}</p>", f"check(): {error}", show)
         return None
     saved = time.strftime("%H:%M:%S", time.localtime(notebook.stat().st_mtime))

@@ -19,6 +19,7 @@ from grader.grading.warm_state import WarmState
 from grader.grading.warm_up import GatedRunner, warmed_up
 from grader.runs.jobs import Runner
 from grader.runs.runners import ServerStart
+from grader.sandbox.isolation import student_strategy
 
 
 @contextmanager
@@ -29,6 +30,9 @@ def check_runner(assignment: Assignment, bundle: Bundle | None, note: Callable[[
         with warmed_up(assignment, baseline, note, warm_fresh_seeds=False,
                        public_source=assignment.built_starter()) as warm:
             yield warm.runner
+        return
+    if student_strategy().portable:   # plain subprocesses: no fork server to start (nor a note that it did not)
+        yield None
         return
     state = WarmState(assignment, public_source=bundle.starter)
     view = View(state.store) if state.compiled else None

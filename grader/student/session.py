@@ -26,9 +26,10 @@ from grader.grading.single import grade_in_verified_world
 from grader.grading.warm_state import WarmState
 from grader.intake.discovery import load_single
 from grader.model.record import CheckRecord
-from grader.model.verdicts import stopped_early, student_messages
+from grader.model.verdicts import for_student, stopped_early, student_messages
 from grader.runs.jobs import fresh_variant_seed
 from grader.runs.snapshot import decode
+from grader.student.machine import accelerator_note, start_failure
 from grader.student.runner import check_runner
 
 COMPARED = ("jax", "jaxlib")     # versions that change the reference facts
@@ -140,8 +141,9 @@ def version_note(assignment: Assignment, bundle: Bundle | None, specs: list) -> 
 
 
 def run_check(path: Path, assignment: Assignment, bundle: Bundle | None, group: str | None = None,
-              note: Callable[[str], None] = lambda text: None) -> StudentCheck:
-    """Grade `path` (a .py or .ipynb) in the sandbox; return its visible checks."""
+              note: Callable[[str], None] = lambda text: None, variant_seed: int | None = None) -> StudentCheck:
+    """Grade `path` (a .py or .ipynb) in the sandbox; return its visible checks. `variant_seed` names the variant's
+    world (default: a fresh one, drawn per check; a student bundle's check only)."""
     if not path.is_file():
         raise CheckError(f"{path} is not a file")
     refused = unsupported_jax(student=True)
@@ -159,8 +161,13 @@ def run_check(path: Path, assignment: Assignment, bundle: Bundle | None, group: 
     else:                    # a student bundle has no solution to judge a world with: feedback in a drawn one
         with check_runner(target, bundle, note) as runner:   # the fork server starts while the facts are read
             facts = facts_for(assignment, bundle)
-            record = grade(target, submission, facts, fresh_variant_seed(assignment), runner)
+            record = grade(target, submission, facts, variant_seed or fresh_variant_seed(assignment), runner)
     visible = [c for c in record["checks"] if c["visibility"] == "visible"]
+    for check in visible:
+        check["feedback"] = for_student(check["feedback"])
+    messages = [for_student(m) for m in student_messages(record["messages"])]
+    failure = start_failure(str(record.get("grader_error") or "")) if record["status"] == "error" else None
+    messages = ([failure] if failure else []) + messages + [note for note in (accelerator_note(),) if note]
     groups: dict[str, dict[str, float]] = {}
     for check in visible:
         entry = groups.setdefault(check["group"], {"score": 0.0, "max_score": 0.0})
@@ -169,7 +176,7 @@ def run_check(path: Path, assignment: Assignment, bundle: Bundle | None, group: 
     return StudentCheck(
         file=str(path), assignment=assignment.id, title=assignment.title, status=record["status"],
         score=round(sum(c["score"] for c in visible), 6), max_score=round(sum(c["max_score"] for c in visible), 6),
-        checks=visible, groups=groups, messages=student_messages(record["messages"]), stopped_early=stopped_early(record),
+        checks=visible, groups=groups, messages=messages, stopped_early=stopped_early(record),
         environment={"yours": environment(), "course": bundle.environment if bundle else environment()},
         group=group, version_note=version_note(assignment, bundle, target.checks),
         notebook=submission.cells is not None,

@@ -17,6 +17,7 @@ from grader.config.assignment import Assignment
 from grader.config.bundle import Bundle, read_bundle
 from grader.model.verdicts import mark
 from grader.sandbox.isolation import WEAK_OPTION_HELP, WeakIsolation, isolation_for_command
+from grader.student.machine import UnsupportedMachine, prepare_runs
 from grader.student.session import CheckError, StudentCheck, locate, run_check
 
 
@@ -55,14 +56,18 @@ def check_command(assignment: Assignment, args: argparse.Namespace, bundle: Bund
     if args.group and args.group_option and args.group != args.group_option:
         print("grader: give the group once (positional or --group)", file=sys.stderr)
         return 2
-    # Below namespaces only when asked for by name; else say what a run can reach, before anything runs. A student
-    # checking their own file with the student bundle, on their own machine, risks nobody else's work: allowed.
-    allow_weak = getattr(args, "allow_weak_isolation", False) or bundle is not None
+    # A student's check (the bundle) runs in the student's own Python, by the strategy this machine allows
+    # (student/machine.py). The instructor's check: below namespaces only when asked for by name; either way the
+    # line says what a run can reach, before anything runs.
     try:
-        print(isolation_for_command(allow_weak), file=sys.stderr, flush=True)
-    except WeakIsolation as error:
+        if bundle is not None:
+            line = prepare_runs()
+        else:
+            line = isolation_for_command(getattr(args, "allow_weak_isolation", False))
+    except (WeakIsolation, UnsupportedMachine) as error:
         print(f"grader: {error}", file=sys.stderr)
         return 2
+    print(line, file=sys.stderr, flush=True)
     notes: list[str] = []
     try:
         result = run_check(args.file, assignment, bundle, group, notes.append)

@@ -37,7 +37,7 @@ import time
 import types
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))   # -I leaves the script's folder off sys.path
-
+import import_paths
 from channel import Channel
 from encoding import SoftTimeLimit, encode_value
 from recorder import OBSERVE_NAME, SEEN_NAME, Recorder, residual_api
@@ -324,11 +324,30 @@ class Harness:
 
 
 def main():
+    import_paths.adopt(os.path.dirname(os.path.abspath(__file__)))   # a student's check: their Python's folders
     serve(json.loads(sys.stdin.read()))
+
+
+def set_own_limits(rlimits):
+    """The portable strategy's limits (no prlimit binary there): set by the run on itself, before any student code.
+    A limit this OS does not know, or refuses, is left as it is (the parent still keeps the wall limit)."""
+    try:
+        import resource
+    except ImportError:
+        return
+    for name, value in (rlimits or {}).items():
+        number = getattr(resource, "RLIMIT_" + str(name).upper(), None)
+        if number is None:
+            continue
+        try:
+            resource.setrlimit(number, (value, value))
+        except (ValueError, OSError):
+            pass
 
 
 def serve(job):
     """Run one job in this process and end it (the fork server calls this in each isolated child)."""
+    set_own_limits(job.get("own_rlimits"))
     try:
         install_syscall_filter(job.get("seccomp"))
     except BaseException as error:   # the isolation promised cannot be given: the grader's failure, not a run

@@ -293,6 +293,8 @@ def serve(sock):
 def main():
     global SHARED
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))   # harness.py sits beside this file
+    import import_paths
+    import_paths.adopt(os.path.dirname(os.path.abspath(__file__)))   # a student's check: their Python's folders
     os.makedirs(STAGING, exist_ok=True)
     sock = socket.socket(fileno=int(sys.argv[1]))
     os.environ["JAX_PLATFORMS"] = "cpu"
