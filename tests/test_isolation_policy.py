@@ -33,7 +33,6 @@ ROOT = Path(__file__).resolve().parent.parent
 def no_namespaces(monkeypatch):
     """This machine as one without a working bubblewrap or unshare, and with no opt-in yet."""
     monkeypatch.setattr(isolation, "strongest_available", ProcessGroup)
-    monkeypatch.setattr(process, "strongest_available", ProcessGroup)
     monkeypatch.delenv(WEAK_ISOLATION_ENV, raising=False)
     monkeypatch.setattr(isolation, "_weak_allowed", False)
 

@@ -3,7 +3,7 @@
 The portable strategy (sandbox/isolation.py `Portable`: plain subprocesses, rlimits the run sets on itself, nothing
 Linux-only) is forced here on Linux with $GRADER_PORTABLE_RUNS: it must give the same scores and feedback as the
 default strategy (bubblewrap, the fork server as root) on a sample of the corpus's honest files (every
-SAMPLE_EVERY-th of those labelled 100/100, 15 of 212, plus the reference and a notebook: the whole set would add
+SAMPLE_EVERY-th of those labelled 100/100, 9 of 212, plus the reference and a notebook: the whole set would add
 half an hour to the suite). The student bundle is unpacked and checked in this process, as the wheel's `grader
 check` does. The smaller tests pin what the two strategies rest on: the shared import paths, the limits a run sets
 on itself, and the student's wording of a run that could not start."""
@@ -31,7 +31,7 @@ from grader.student.session import run_check
 from tests.case_expectations import ROOT
 
 CORPUS = ROOT / "tests" / "assignments" / "performance-05" / "corpus"
-SAMPLE_EVERY = 14
+SAMPLE_EVERY = 25
 VARIANT_SEED = 31337
 
 
@@ -120,6 +120,26 @@ def test_a_shared_environment_reaches_the_run_and_the_batch_shares_none(tmp_path
         sys.path[:] = saved
     finally:
         sys.modules.pop("import_paths", None)
+
+
+def test_a_run_whose_python_cannot_import_jax_says_so_in_the_students_terms(bundle_assignment, student_process,
+                                                                          monkeypatch):
+    """A check whose runs cannot import the packages (here: the shared folders cut to the standard library) names the
+    Python it tried, the import that failed and the pip command; it never says an instructor was told."""
+    from grader.student.session import CheckError
+
+    monkeypatch.setenv(shared_python.PORTABLE_ENV, "1")
+    prepare_runs()
+    monkeypatch.setattr(shared_python, "_shared", [[p for p in shared_python.import_paths() if "-packages" not in p]])
+    assignment, bundle = bundle_assignment
+    try:
+        result = run_check(CORPUS / "reference.py", assignment, bundle, variant_seed=VARIANT_SEED)
+        text = " ".join(result.messages) + " ".join(c["feedback"] for c in result.checks)
+        assert result.score == 0 and result.status == "error"
+    except CheckError as error:   # the facts program, run first on a machine, cannot start either
+        text = str(error)
+    assert "could not import" in text and sys.executable in text and f"{sys.executable} -m pip install" in text, text
+    assert "instructor" not in text
 
 
 def test_the_portable_run_never_limits_the_students_process_count():

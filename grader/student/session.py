@@ -94,8 +94,8 @@ def facts_for(assignment: Assignment, bundle: Bundle | None) -> dict:
         try:
             return WarmState(assignment, fact_source=bundle.fact_source).facts()
         except (ConfigError, OSError) as error:
-            raise CheckError(f"the check could not measure what it compares with on this machine (not a problem in "
-                             f"your file): {error}") from None
+            raise CheckError(start_failure(str(error)) or f"the check could not measure what it compares with on this "
+                             f"machine (not a problem in your file): {error}") from None
     if bundle is not None:
         names = assignment.config["assignment"].get("reference_facts", [])
         return {name: decode(bundle.facts[name]) for name in names}
