@@ -130,7 +130,7 @@ def test_a_run_whose_python_cannot_import_jax_says_so_in_the_students_terms(bund
 
     monkeypatch.setenv(shared_python.PORTABLE_ENV, "1")
     prepare_runs()
-    monkeypatch.setattr(shared_python, "_shared", [[p for p in shared_python.import_paths() if "-packages" not in p]])
+    shared_python._shared[:] = [[p for p in shared_python.import_paths() if "-packages" not in p]]   # undone after
     assignment, bundle = bundle_assignment
     try:
         result = run_check(CORPUS / "reference.py", assignment, bundle, variant_seed=VARIANT_SEED)
@@ -166,3 +166,12 @@ def test_no_check_text_says_an_instructor_was_told():
                                               ("jaxlib", False), ("jax-cuda12-plugin-extra", False)])
 def test_accelerator_backends_are_named_by_their_distributions(name, accelerator):
     assert bool(ACCELERATOR_DISTRIBUTIONS.match(name)) == accelerator
+
+
+def test_the_loader_path_reaches_a_students_runs_only(student_process, monkeypatch, tmp_path):
+    from grader.sandbox.process import child_environment
+
+    monkeypatch.setenv("LD_LIBRARY_PATH", "/opt/modules/python/lib")
+    assert "LD_LIBRARY_PATH" not in child_environment(tmp_path), "the batch's runs get nothing of the grader's"
+    shared_python.share()
+    assert child_environment(tmp_path)["LD_LIBRARY_PATH"] == "/opt/modules/python/lib"

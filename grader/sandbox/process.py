@@ -38,7 +38,7 @@ from grader.sandbox.isolation import RUNTIME_NAME, UIDS, Isolation, Portable, de
 from grader.sandbox.scratch import make_temp_dir
 from grader.sandbox.seccomp import describe as seccomp_description
 from grader.sandbox.seccomp import filter_program
-from grader.sandbox.shared_python import write_import_paths
+from grader.sandbox.shared_python import loader_environment, write_import_paths
 
 CHILD_DIR = Path(__file__).with_name("child")
 COMPILE_CACHE_PATH = "/tmp/grader-compile-cache"   # where a run sees JAX's compilation cache (runs/compile_cache.py)
@@ -113,8 +113,9 @@ class OutputKeeper:
 
 
 def child_environment(workdir: Path) -> dict[str, str]:
-    """Only what Python and JAX need: nothing of the grader's own environment leaks in."""
-    return {
+    """Only what Python and JAX need: nothing of the grader's own environment leaks in (in a student's check, the
+    dynamic loader's path too, which a module-loaded or conda Python may need to start: shared_python.py)."""
+    return {**loader_environment(),
         "PATH": "/usr/local/bin:/usr/bin:/bin",
         "HOME": str(workdir),
         "TMPDIR": str(workdir),

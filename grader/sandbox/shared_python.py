@@ -21,6 +21,9 @@ import sys
 from pathlib import Path
 
 PORTABLE_ENV = "GRADER_PORTABLE_RUNS"
+# Where the dynamic loader finds the libraries of a Python built with a shared libpython (HPC modules, some conda
+# and hosted installs): without it that Python cannot even start. Passed to a student's check's runs only.
+LOADER_VARIABLES = ("LD_LIBRARY_PATH", "DYLD_LIBRARY_PATH", "DYLD_FALLBACK_LIBRARY_PATH")
 IMPORT_PATHS_FILE = "import_paths.json"     # the name child/import_paths.py reads
 _shared: list[list[str]] = []
 
@@ -51,6 +54,13 @@ def import_paths() -> list[str]:
 
 def portable_forced() -> bool:
     return os.environ.get(PORTABLE_ENV, "").strip().lower() in ("1", "true", "yes")
+
+
+def loader_environment() -> dict[str, str]:
+    """The loader variables of this process, for its runs, when it shares its environment (else nothing)."""
+    if not _shared:
+        return {}
+    return {name: os.environ[name] for name in LOADER_VARIABLES if os.environ.get(name)}
 
 
 def write_import_paths(runtime: Path) -> None:
