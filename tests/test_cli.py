@@ -67,3 +67,13 @@ def test_check_prints_visible_feedback_for_one_file(tmp_path):
     assert "[FAIL] directional.central_difference" in done.stdout
     assert "forward difference" in done.stdout
     assert "[PASS] hvp.plain_matches_oracle" in done.stdout
+
+
+def test_worlds_grades_the_reference_in_the_drawn_world_asked_for():
+    """`grader worlds`: the reference graded in a batch world through the real sandbox, as a batch verifies its own
+    (the part of a lesson's calibration every lesson shares); exit 0 only at full marks in every world."""
+    done = subprocess.run([sys.executable, "-m", "grader.cli.main", "worlds", "performance-05", "--seed", "424243"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=600, check=False)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "world 1/1: batch seed 424243: reference 100/100" in done.stdout
+    assert "1 of 1 worlds: the reference scored full marks." in done.stdout

@@ -70,6 +70,23 @@ def test_a_lessons_checks_import_only_the_api_from_the_grader(checks):
     assert not inner, f"{checks} imports grader internals: {inner}"
 
 
+@pytest.mark.parametrize("script", sorted(p for p in LESSONS.glob("*/*.py") if p.name != "checks.py"),
+                         ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_a_lessons_other_files_import_only_the_api_and_the_calibration_tools(script):
+    """A lesson's oracle, set-up, probes and calibration scripts (run by hand) use the framework only through
+    `grader.api` and `grader.authoring.calibration`, so the runs and the engine can change without them."""
+    # and the one adapter to JAX's internals, which a scenario's set-up (run inside the child) imports by plain name
+    allowed = ("grader.api", "grader.authoring.calibration", "grader.sandbox.child.jax_internals")
+    inner = []
+    for node in ast.walk(ast.parse(script.read_text())):
+        names = [f"{node.module}.{alias.name}" for alias in node.names] \
+            if isinstance(node, ast.ImportFrom) and node.module and node.level == 0 else \
+            [alias.name for alias in node.names] if isinstance(node, ast.Import) else []
+        inner += [f"line {node.lineno}: {name}" for name in names
+                  if name.split(".")[0] == "grader" and not name.startswith(allowed)]
+    assert not inner, f"{script} imports grader internals: {inner}"
+
+
 def test_the_api_exports_missing():
     from grader.api import Missing
     from grader.api.values import Missing as AlsoMissing

@@ -24,7 +24,7 @@ from grader.config.bundle import PACKAGE, read_bundle
 from grader.model.limits import Limits
 from grader.model.verdicts import FAULT_IN_A_CHECK, ISOLATION_PREFIX, for_student
 from grader.sandbox import shared_python
-from grader.sandbox.isolation import Portable, student_strategy
+from grader.sandbox.portable import Portable, student_strategy
 from grader.sandbox.process import copy_child_runtime
 from grader.student.machine import ACCELERATOR_DISTRIBUTIONS, prepare_runs, start_failure
 from grader.student.session import run_check

@@ -35,12 +35,11 @@ import contextlib, importlib.util, io, json, re, sys
 from pathlib import Path
 import numpy as np
 ROOT = Path(sys.argv[1]); sys.path.insert(0, str(ROOT)); seed = int(sys.argv[2])
-from grader.config.assignment import load
-from grader.runs.jobs import setup_parameters
-assignment = load("performance-05", ROOT)
+from grader.authoring.calibration import lesson, world_parameters
+assignment = lesson("performance-05", ROOT)
 s = assignment.settings
 scenario = assignment.scenarios["variant"]
-parameters = setup_parameters(assignment, scenario, seed, seed)
+parameters = world_parameters(assignment, "variant", seed)
 oracle = assignment.oracle.build(seed, {}, scenario, parameters, seed)
 plain_oracle = assignment.oracle.build(seed, {}, assignment.scenarios["baseline"], {}, seed)
 import jax, jax.numpy as jnp
@@ -87,7 +86,7 @@ spec = importlib.util.spec_from_file_location("setup", ROOT / "assignments/perfo
 setup = importlib.util.module_from_spec(spec); spec.loader.exec_module(setup)
 # "before": the same machinery with every amount zero, as the baseline world installs it; what a file can read must
 # not tell the two worlds apart
-zero = setup_parameters(assignment, assignment.scenarios["baseline"], seed, seed)
+zero = world_parameters(assignment, "baseline", seed)
 setup.nudge_derivative_rules(**zero); setup.nudge_objective_values(**zero)
 jax.clear_caches()
 before = facts()
@@ -270,9 +269,9 @@ def main() -> None:
     parser.add_argument("--jobs", type=int, default=1, help="worlds measured side by side (each its own process)")
     args = parser.parse_args()
     sys.path.insert(0, str(ROOT))
-    from grader.config.assignment import load
+    from grader.authoring.calibration import lesson
 
-    assignment = load("performance-05", ROOT)
+    assignment = lesson("performance-05", ROOT)
     seeds: list[int] = []
     candidate = args.first
     while len(seeds) < args.seeds:

@@ -11,8 +11,9 @@ with the oracle and the checks' tolerances. A margin is 1 - (what the value used
 the edge, below 0 the reference fails that check there.
 
 `--batches N`: N batch worlds drawn as `grader grade` draws them, in each the reference solution graded through the
-real sandbox, runs, oracle and checks (grading/world_check.py: the verdict a batch needs before it keeps records),
-printing how many scored full marks, and the smallest margin of its values there.
+real sandbox, runs, oracle and checks (the verdict a batch needs before it keeps records; `grader worlds` gives the
+same verdicts for any lesson), printing how many scored full marks, and the smallest margin of its values there.
+From the framework this imports only grader.authoring.calibration (what a lesson's tools may use).
 """
 
 from __future__ import annotations
@@ -75,22 +76,20 @@ def worlds(count: int, chosen: list[int] | None = None) -> None:
     import jax
     import jax.numpy as jnp
 
-    from grader.config.assignment import load
-    from grader.runs.jobs import fresh_variant_seed, setup_parameters
+    from grader.authoring.calibration import draw_seed, lesson, world
 
-    assignment = load("performance-05", ROOT)
+    assignment = lesson("performance-05", ROOT)
     settings = assignment.settings
     spec = importlib.util.spec_from_file_location("performance_05_setup", assignment.folder / "scenario_setup.py")
     assert spec and spec.loader
     setup = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(setup)
-    scenario = assignment.scenarios["variant"]
     worst: dict[str, tuple[float, int]] = {}
     failing = []
     for number in range(count):
-        seed = chosen[number] if chosen else fresh_variant_seed(assignment)
-        parameters = setup_parameters(assignment, scenario, seed, seed)
-        oracle = assignment.oracle.build(seed, {}, scenario, parameters, seed)
+        seed = chosen[number] if chosen else draw_seed(assignment)
+        drawn = world(assignment, seed)
+        parameters, oracle = drawn.parameters, drawn.oracle
         setup.nudge_derivative_rules(**parameters)
         setup.nudge_objective_values(**parameters)
         jax.clear_caches()
@@ -140,27 +139,15 @@ def worlds(count: int, chosen: list[int] | None = None) -> None:
 def batches(count: int) -> None:
     import numpy as np
 
-    from grader.config.assignment import load
-    from grader.grading.grade import build_oracle
-    from grader.grading.reference import reference_facts
-    from grader.grading.warm_up import warmed_up
-    from grader.grading.world_check import judge_world
-    from grader.runs.jobs import fresh_variant_seed, run_scenario, scenario_seed
+    from grader.authoring.calibration import draw_seed, grade_reference, lesson
 
-    assignment = load("performance-05", ROOT)
-    facts = reference_facts(assignment)
-    source = assignment.solution_path.read_text()
+    assignment = lesson("performance-05", ROOT)
     full = 0
     smallest: tuple[float, int | None, str] = (float("inf"), None, "")
     for number in range(count):
-        seed = fresh_variant_seed(assignment)
-        seeds = {name: scenario_seed(assignment, scenario, seed) for name, scenario in assignment.scenarios.items()}
-        with warmed_up(assignment, seeds, lambda text: None, warm_fresh_seeds=False) as warm:
-            verdict = judge_world(assignment, facts, seed, warm.runner)
-            snapshot, _ = run_scenario(assignment, assignment.scenarios["variant"], seed, source,
-                                       assignment.submission_filename, warm.runner, batch_seed=seed)
-        oracle = build_oracle(assignment, "variant", seed, facts, seed)
-        values = snapshot.values
+        seed = draw_seed(assignment)
+        graded = grade_reference(assignment, seed)
+        verdict, oracle, values = graded.verdict, graded.oracle, graded.values
         found = margins(oracle, assignment.settings, float(values["automatic"]), float(values["finite"]),
                         float(values["eps"]), values["hvp_plain"], values["hvp_remat"],
                         np.asarray(values["direction"], dtype=np.float64),   # the run's tangent, float32 as it was

@@ -22,6 +22,7 @@ from grader.cli.adjust import add_commands, adjust_command, explain_command
 from grader.cli.batch import grade_folder
 from grader.cli.similar import add_similarity_options, options_from, own_class_among, similar_command
 from grader.cli.trial import trial_grading
+from grader.cli.worlds import add_worlds_arguments, worlds_command
 from grader.common.jax_range import unsupported as unsupported_jax
 from grader.common.user_cache import CACHE_DIR_ENV, use_cache_dir
 from grader.config.assignment import ConfigError, available, every_problem, find_root, load
@@ -84,6 +85,14 @@ def main(argv: list[str] | None = None) -> int:
     validate_cmd.add_argument("--cache-dir", type=Path, help=CACHE_HELP)
     validate_cmd.add_argument("--allow-weak-isolation", action="store_true", help=WEAK_OPTION_HELP)
 
+    worlds_cmd = commands.add_parser("worlds", help="grade the reference solution in drawn batch worlds, as `grade` "
+                                     "draws them (exit 0: full marks in every one)")
+    worlds_cmd.add_argument("assignment", nargs="?", help=ASSIGNMENT_HELP)
+    worlds_cmd.add_argument("--root", type=Path, help=ROOT_HELP)
+    worlds_cmd.add_argument("--cache-dir", type=Path, help=CACHE_HELP)
+    worlds_cmd.add_argument("--allow-weak-isolation", action="store_true", help=WEAK_OPTION_HELP)
+    add_worlds_arguments(worlds_cmd)
+
     add_commands(commands)   # adjust, explain: the instructor's, on a results folder (no assignment, no grading)
 
     args = parser.parse_args(argv)
@@ -111,7 +120,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     if args.command == "grade" and args.scheduler:   # no student code runs here: each worker sandboxes or refuses
         print("Sandbox: on the cluster's workers (a worker that cannot sandbox refuses its tasks).", file=sys.stderr)
-    elif args.command in ("validate", "grade"):   # `check` does the same in check_command (the student wheel's too)
+    elif args.command in ("validate", "grade", "worlds"):   # `check` does the same in check_command (the student wheel's too)
         try:
             print(isolation_for_command(args.allow_weak_isolation), file=sys.stderr, flush=True)
         except WeakIsolation as error:
@@ -119,6 +128,8 @@ def main(argv: list[str] | None = None) -> int:
             return 2
     if args.command == "validate":
         return trial_grading(assignment)
+    if args.command == "worlds":
+        return worlds_command(assignment, args)
     if args.command == "grade":
         return _grade(assignment, args)
     if args.command == "build":
@@ -134,7 +145,7 @@ ROOT_HELP = "project root holding assignments/ (default: found from the current 
 CACHE_HELP = (f"folder for the warm state kept between commands: reference facts, compiled programs (default: "
               f"${CACHE_DIR_ENV} when set, else the user's cache folder, ~/.cache/jax-course-grader)")
 NAMED_BY = {"grade": "--assignment ID", "check": "--assignment ID", "build": "`grader build ID`",
-            "validate": "`grader validate ID`", "similar": "--assignment ID"}
+            "validate": "`grader validate ID`", "similar": "--assignment ID", "worlds": "`grader worlds ID`"}
 
 
 def _which_assignment(args) -> tuple[str, Path]:

@@ -48,10 +48,10 @@ from grader.sandbox.isolation import (
     installed,
     parents_traversable,
     strongest_available,
-    student_strategy,
     system_view,
 )
 from grader.sandbox.launcher import Launcher
+from grader.sandbox.portable import student_strategy
 from grader.sandbox.process import (
     COMPILE_CACHE_PATH,
     RawRun,

@@ -39,7 +39,7 @@ from pathlib import Path
 from grader.model.limits import Limits
 from grader.sandbox.inspection import SandboxFacts, inspect_with, parse_printed, script
 from grader.sandbox.scratch import make_temp_dir
-from grader.sandbox.shared_python import folders_to_show, portable_forced, shared
+from grader.sandbox.shared_python import folders_to_show
 
 SYSTEM_DIRS = ("/usr", "/etc")
 SYSTEM_LINKS_OR_DIRS = ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
@@ -177,34 +177,6 @@ class ProcessGroup(Isolation):
     pass
 
 
-class Portable(Isolation):
-    """A student's check on a machine without a working sandbox: a plain subprocess of the student's own Python, in a
-    new session, with the rlimits the run sets on itself and the wall limit the parent keeps. Nothing Linux-only
-    (no prlimit or setpriv binaries, namespaces, cgroup or syscall filter): it runs wherever Python has `os.pipe`,
-    sessions and `resource` (Linux, macOS). Never used by the instructor's batch: it isolates nothing."""
-
-    name = "plain subprocesses of your own Python (portable strategy)"
-    reach = ("plain subprocesses of your own Python, with time and memory limits: no sandbox, which a check of your "
-             "own file on your own machine does not need")
-    prlimit = None
-    setpriv = None
-    portable = True
-
-    def inspect(self) -> SandboxFacts:
-        return SandboxFacts(failure="the portable strategy is not a sandbox")
-
-    def describe(self) -> str:
-        return f"{self.name}, rlimits set by the run itself, scrubbed environment"
-
-    @staticmethod
-    def own_rlimits(limits: Limits) -> dict[str, int]:
-        """What the run sets on itself. Not the process count: under the student's own uid it counts every process
-        and thread of theirs (a desktop has hundreds), so the run would fail for what else runs. Not the data size on
-        macOS, whose kernel applies it to what JAX reserves, not what it uses."""
-        dropped = {"nproc"} | ({"data"} if sys.platform == "darwin" else set())
-        return {name: value for name, value in limits.rlimits().items() if name not in dropped}
-
-
 class Unshare(Isolation):
     name = "pid, network and ipc namespaces (unshare): student code can still read this machine's files"
     reach = ("unshare (no working bubblewrap): no network, but student code can read this machine's files (solutions "
@@ -330,21 +302,6 @@ def strongest_available() -> Isolation:
     chosen = usable[0] if usable else tried[-1]
     chosen.passed_over = [strategy for strategy in tried if strategy is not chosen]
     return chosen
-
-
-def student_strategy() -> Isolation:
-    """How a student's check starts its runs (shared_python.py): bubblewrap where it is strong here, else the portable
-    strategy (also when forced by $GRADER_PORTABLE_RUNS). Never refused: the file and the machine are the student's."""
-    if portable_forced():
-        return Portable()
-    strongest = strongest_available()
-    return strongest if isinstance(strongest, Bubblewrap) and strongest.facts.strong else Portable()
-
-
-def default_isolation() -> Isolation:
-    """The strategy a run gets when its caller names none: a student's check's, or the strongest, refused when weak
-    and not asked for by name (`require_isolation`)."""
-    return student_strategy() if shared() else require_isolation(strongest_available())
 
 
 def recheck() -> Isolation:

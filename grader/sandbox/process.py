@@ -34,7 +34,8 @@ from grader.model.limits import Limits
 from grader.sandbox.cgroups import CgroupTree, RunCgroup
 from grader.sandbox.child.cpu_wait import StretchedDeadline, Usage, group_usage, open_proc, starting_usage, tree_usage
 from grader.sandbox.frames import FrameReader
-from grader.sandbox.isolation import RUNTIME_NAME, UIDS, Isolation, Portable, default_isolation
+from grader.sandbox.isolation import RUNTIME_NAME, UIDS, Isolation
+from grader.sandbox.portable import Portable, default_isolation
 from grader.sandbox.scratch import make_temp_dir
 from grader.sandbox.seccomp import describe as seccomp_description
 from grader.sandbox.seccomp import filter_program

@@ -15,7 +15,8 @@ import sys
 from importlib import metadata
 
 from grader.common.jax_range import PIP_RANGE
-from grader.sandbox.isolation import reach_line, student_strategy
+from grader.sandbox.isolation import reach_line
+from grader.sandbox.portable import student_strategy
 from grader.sandbox.shared_python import share
 
 MISSING_MODULE = re.compile(r"No module named '([A-Za-z0-9_.]+)'")

@@ -19,7 +19,7 @@ from grader.grading.warm_state import WarmState
 from grader.grading.warm_up import GatedRunner, warmed_up
 from grader.runs.jobs import Runner
 from grader.runs.runners import ServerStart
-from grader.sandbox.isolation import student_strategy
+from grader.sandbox.portable import student_strategy
 
 
 @contextmanager
