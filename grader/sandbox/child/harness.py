@@ -286,11 +286,16 @@ class Harness:
         self.write_submission_copy()
         index = -1
         statements = list(self.statements())
+        stopped_cell = None   # a notebook cell whose statement failed: Jupyter runs nothing more of that cell
         for index, (cell, filename, node) in enumerate(statements):
             started = time.monotonic()
             record = {"type": "statement", "index": index, "cell": cell, "line": node.lineno,
                       "end_line": getattr(node, "end_lineno", node.lineno), "assigns": bound_names(node),
                       "reads": read_names(node), "mutates": mutated_names(node, self.namespace), "placeholder": holds_placeholder(node)}
+            if self.notebook and cell is not None and cell == stopped_cell:
+                record["status"] = "skipped"
+                self.channel.send(record)
+                continue
             exit_request = None
             self.recorder.set_statement(index)
             self.timer.arm()
@@ -311,6 +316,8 @@ class Harness:
                 self.timer.disarm()
             record["evaluations_omitted"], record["sightings_omitted"] = self.end_evidence()
             record["seconds"] = round(time.monotonic() - started, 4)
+            if record["status"] in ("error", "timeout"):
+                stopped_cell = cell
             self.channel.send(record)
             self.stream_values(index)
             self.run_probes(index)
