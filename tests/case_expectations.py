@@ -13,6 +13,9 @@ the folder's name. The assignment itself is the project's `assignments/<id>/`, o
     feedback = [...]             # in the concatenated feedback of all checks
     messages = [...]             # in the concatenated submission-level messages
     output = [...]               # in the kept head and tail of the baseline run's output
+    flagged = true               # optional, top level: the record is (true) or is not (false) flagged for the
+                                 # instructor's review (`review_flags`: the file reaches into JAX's internals or
+                                 # introspects frames and closures)
     lms = true                   # optional, top level (threats): also graded through `otter run` and Gradescope's
                                  # entry point (tests/test_threats_lms.py), where every run is a fresh interpreter
 """
@@ -27,7 +30,7 @@ TESTS = Path(__file__).resolve().parent
 ROOT = TESTS.parent
 CASES = TESTS / "assignments"
 EXPECTED = ".expected.toml"
-KEYS = {"status", "why", "submission", "groups", "checks", "contains", "lms"}
+KEYS = {"status", "why", "submission", "groups", "checks", "contains", "lms", "flagged"}
 
 
 def case_folders(kind: str) -> dict[str, Path]:
@@ -97,6 +100,8 @@ def record_problems(record: dict, expected: dict) -> list[str]:
     texts = {"feedback": "\n".join(check["feedback"] for check in record["checks"]).lower(),
              "messages": "\n".join(record["messages"]).lower(),
              "output": (output.get("head", "") + "\n" + output.get("tail", "")).lower()}
+    if "flagged" in expected and bool(record.get("review_flags")) != expected["flagged"]:
+        problems.append(f"review_flags is {record.get('review_flags')!r}, expected {'some' if expected['flagged'] else 'none'}")
     for where, fragments in expected.get("contains", {}).items():
         problems += [f"{where} lacks {fragment!r}" for fragment in fragments if fragment.lower() not in texts.get(where, "")]
     return problems

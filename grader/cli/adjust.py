@@ -143,6 +143,10 @@ def explanation_text(record: Record, check_ids: list[str]) -> str:
              f"{record['status']}, variant seed {record.get('variant_seed')}"]
     if record.get("grader_error"):
         lines.append("The grader could not grade this record (its own fault): see grader_error in the record.")
+    if record.get("review_flags"):
+        lines.append("Flagged for your review (the file's text reaches into JAX's internals or introspects; the score "
+                     "is unchanged, you decide):")
+        lines += [f"   {flag}" for flag in record["review_flags"]]
     lines += [f"Adjustment NOT applied ({a.get('check') or WHOLE}, {a['kind']} {a['points']:g}): {a['why']}"
               for a in record.get("pending_adjustments", [])]
     if not explanations:

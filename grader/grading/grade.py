@@ -33,6 +33,7 @@ from grader.grading.record_limits import (
 )
 from grader.grading.reference_runs import reference_runs
 from grader.intake.discovery import Submission
+from grader.intake.introspection import review_flags
 from grader.intake.regions import Exercises
 from grader.model.record import CheckRecord, GroupScore, OutputExcerpt, Record, RunSummary, record_to_json
 from grader.model.verdicts import INSTRUCTOR_TOLD, ISOLATION_PREFIX, STOPPED_ENDINGS
@@ -106,6 +107,8 @@ def grade(assignment: Assignment, submission: Submission, facts: dict, variant_s
     record = assemble(assignment, submission, "graded", checks, messages, variant_seed,
                       output=_output(baseline), runs={n: run_summary(s) for n, s in snapshots.items()})
     record["explanations"] = {c.id: c.explanation for c in checks if c.explanation}   # instructor only
+    if flags := review_flags(submission.source, submission.cells):   # read from the file, never from the run
+        record["review_flags"] = flags
     if broken:
         record["check_errors"] = bounded_errors(broken)   # for the instructor: check id -> where it raised, and why it was charged
     if assignment.figure_name:

@@ -109,6 +109,8 @@ class Record(TypedDict):
     adjustments: NotRequired[list[AppliedAdjustment]]      # the instructor's adjustments applied on top
     pending_adjustments: NotRequired[list[PendingAdjustment]]  # adjustments held back until confirmed (instructor only)
     explanations: NotRequired[dict[str, dict[str, Any]]]   # check id -> scenario -> what it compared (instructor only)
+    review_flags: NotRequired[list[str]]                   # where the file reaches into JAX's internals or introspects
+                                                           # (intake/introspection.py): instructor only, never scored
     capped: NotRequired[list[str]]                         # which texts were cut to the record limits (record_limits.py)
 
 

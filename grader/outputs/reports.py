@@ -163,6 +163,9 @@ def class_context(records: list[Record], assignment, run_info: dict) -> dict[str
                               f"under check_errors): {str(trace).splitlines()[0][:200] if trace else ''}"
                               for check_id, trace in r["check_errors"].items()][:5]}
                  for r in records if isinstance(r.get("check_errors"), dict) and r["check_errors"]]
+    problems += [{"id": r["submission"], "page": feedback_page_name(r["submission"]),
+                  "status": "flagged for review (score unchanged)", "reasons": list(r["review_flags"])[:5]}
+                 for r in records if isinstance(r.get("review_flags"), list) and r["review_flags"]]
 
     percents = [_percent(r) for r in records]
     average = class_average(records, getattr(assignment, "max_score", None))

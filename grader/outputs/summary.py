@@ -83,6 +83,11 @@ def summary_table(records: list[Record], groups: dict[str, dict]) -> str:
         listed = ", ".join(capped[:10]) + (f" and {len(capped) - 10} more" if len(capped) > 10 else "")
         lines.append(f"CAPPED: {len(capped)} record(s) had text or values their runs made cut to the record limits ({listed}): "
                      "each record's `capped` says what.")
+    review = [r["submission"] for r in records if r.get("review_flags")]
+    if review:
+        listed = ", ".join(review[:10]) + (f" and {len(review) - 10} more" if len(review) > 10 else "")
+        lines.append(f"REVIEW: {len(review)} file(s) reach into JAX's internals or introspect frames or closures "
+                     f"({listed}): scores unchanged; `grader explain STUDENT --out OUT` lists where, you decide.")
     flagged = [r for r in records if r["status"] != "graded" or limit_notes(r)]
     shown = sorted(records, key=lambda r: r["submission"]) if len(records) <= LISTED else flagged
     if shown:
