@@ -1239,8 +1239,8 @@ def test_failure_only_in_variant_gets_label_and_hint(assignment, oracles, base_e
     assert result.score == 0
     description = assignment.scenarios["variant"].description
     assert result.feedback.startswith("In the variant run: ") and description not in result.feedback
-    assert result.feedback.endswith("\n" + assignment.scenarios["variant"].failure_hint)
-    assert "follows a different seed" in result.feedback
+    assert result.feedback.endswith("\n" + assignment.scenarios["variant"].hints["seed"])
+    assert "whose seed differs" in result.feedback
     # the others stay unlabelled
     assert results["gradients.cotangent"].passed and not results["gradients.cotangent"].feedback.startswith("In the")
 
@@ -1250,7 +1250,25 @@ def test_a_method_check_gets_no_seed_hint(assignment, oracles, base_events, vari
     autodiff = replace(variant_events, "cotangent", f32(oracles["variant"].autodiff_gradient))
     result = results_by_id(assignment, oracles, base_events, autodiff)["gradients.cotangent"]
     assert result.score == 0 and result.feedback.startswith("In the variant run: ")
-    assert assignment.scenarios["variant"].failure_hint not in result.feedback and "seed" not in result.feedback
+    assert "hint" not in result.feedback and "seed" not in result.feedback
+
+
+def test_a_hint_names_the_difference_that_explains_the_failure_or_nothing(assignment, oracles, base_events,
+                                                                          variant_events):
+    """Issue 55: a memory check failing only in the variant is told about the compiler's analysis, never the seed; a
+    check that names no difference (here: the HVP's shape, which several differences could break) is told nothing."""
+    from grader.grading.engine import world_hint
+
+    variant = assignment.scenarios["variant"]
+    specs = {spec.id: spec for spec in assignment.checks}
+    memory_hint = world_hint(variant, specs["memory.figures_match_compiler"])
+    assert "memory analysis" in memory_hint and "seed" not in memory_hint
+    assert world_hint(variant, specs["hvp.shape_and_finite"]) == ""
+    assert world_hint(variant, specs["gradients.inputs"]) == variant.hints["seed"]
+    swapped = replace(variant_events, "memory", list(reversed(variant_events[ORDER.index("memory")][2])))
+    result = results_by_id(assignment, oracles, base_events, swapped)["memory.figures_match_compiler"]
+    assert result.score == 0 and "whose seed differs" not in result.feedback, result.feedback
+    assert variant.hints["memory"] in result.feedback, result.feedback
 
 
 def test_a_method_that_fails_only_where_it_matters_is_labelled_with_the_variant(assignment, oracles, base_events,

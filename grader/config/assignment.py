@@ -50,6 +50,8 @@ class CheckSpec:
     failure_note: str = ""        # a sentence the lesson adds to the feedback whenever the check does not pass
     method: bool = False          # it judges how a value was computed: a changed world's failure is the method's, so
                                   # the scenario's failure_hint (about values that follow a seed) is not added
+    differs_by: str = ""          # the difference between the worlds that can make it fail in one world only: the
+                                  # key of the scenario's `hints` whose sentence its failure there gets (none: no hint)
 
 
 @dataclass(frozen=True)
@@ -58,7 +60,9 @@ class Scenario:
     description: str
     setup: tuple[str, ...]
     fresh_seed: bool = False
-    failure_hint: str = ""
+    failure_hint: str = ""        # said after any check that failed only here (a lesson without `hints`)
+    hints: dict[str, str] = field(default_factory=dict)   # difference -> its sentence: a check that failed only here
+                                                          # gets the one its `differs_by` names, or none
 
 
 @dataclass
@@ -239,10 +243,11 @@ def load(assignment_id: str | None = None, root: Path | None = None) -> Assignme
                         scenarios=tuple(c.get("scenarios", ["baseline"])), function=c["function"],
                         needs=tuple(contract if c.get("needs") == ["*"] else c.get("needs", ())),
                         title=str(c.get("title", c["id"])), failure_note=str(c.get("failure_note", "")),
-                        method=c.get("method") is True)
+                        method=c.get("method") is True, differs_by=str(c.get("differs_by", "")))
               for c in config.get("checks", [])]
     scenarios = {name: Scenario(name=name, description=s.get("description", name), setup=tuple(s.get("setup", ())),
-                                fresh_seed=bool(s.get("fresh_seed", False)), failure_hint=s.get("failure_hint", ""))
+                                fresh_seed=bool(s.get("fresh_seed", False)), failure_hint=s.get("failure_hint", ""),
+                                hints=dict(s.get("hints", {})))
                  for name, s in config.get("scenarios", {}).items()}
     parameters = dict(config.get("parameters", {}))
     settings = types.SimpleNamespace(**parameters, **config.get("tolerances", {}))

@@ -45,9 +45,10 @@ ASSIGNMENT_KEYS = {"id": "", "title": "", "solution": "solutions/<id>.py (the re
                    "fact_exercises": '["memory", ...] (exercises whose public solution code the facts need: a student '
                                      'check measures the facts on its own JAX; needs solution_is_public)'}
 ASSIGNMENT_REQUIRED = ("solution", "max_submission_bytes", "contract", "seed_parameter")
-SCENARIO_KEYS = ("description", "setup", "fresh_seed", "failure_hint")
+SCENARIO_KEYS = ("description", "setup", "fresh_seed", "failure_hint", "hints")
 GROUP_KEYS = ("points", "title")
-CHECK_KEYS = ("id", "title", "group", "points", "visibility", "scenarios", "function", "needs", "failure_note", "method")
+CHECK_KEYS = ("id", "title", "group", "points", "visibility", "scenarios", "function", "needs", "failure_note", "method",
+              "differs_by")
 CHECK_REQUIRED = ("id", "group", "points", "function")
 REPORT_KEYS = ("figure",)
 LMS_KEYS = ("canvas_assignment_id", "canvas_assignment_name", "otter", "allow_weak_isolation")
@@ -211,6 +212,13 @@ def _scenario_problems(scenarios: dict) -> list[str]:
         if isinstance(scenario.get("failure_hint"), str) and "{seed}" in scenario["failure_hint"]:
             problems.append(f"{where} failure_hint names {{seed}}: the hint is shown to students as written, and the "
                             "seed of a graded run is never shown to them; describe what differs instead")
+        hints = scenario.get("hints", {})
+        if not isinstance(hints, dict) or not all(isinstance(v, str) for v in hints.values()):
+            problems.append(f"{where} hints = {hints!r}: must be a table of sentences, one per difference between the "
+                            'worlds, e.g. hints = { seed = "... whose seed differs ..." }')
+        elif any("{seed}" in text for text in hints.values()):
+            problems.append(f"{where} hints names {{seed}}: the hints are shown to students as written, and the seed "
+                            "of a graded run is never shown to them; describe what differs instead")
     return problems
 
 
@@ -228,6 +236,12 @@ def _check_problems(checks: list, groups: dict, scenarios: dict, contract: list[
         if "failure_note" in check and not isinstance(check["failure_note"], str):
             problems.append(f"{where}: failure_note must be a string (a sentence added to the feedback when the check "
                             "does not pass)")
+        differs_by = check.get("differs_by")
+        named = {key for s in (scenarios.values() if isinstance(scenarios, dict) else []) if isinstance(s, dict)
+                 for key in (s.get("hints") if isinstance(s.get("hints"), dict) else {})}
+        if differs_by is not None and differs_by not in named:
+            problems.append(f"{where}: differs_by = {differs_by!r} names no scenario's hints (known: "
+                            f"{', '.join(sorted(named)) or 'none'}); add it to [scenarios.<name>] hints or remove it")
         if "method" in check and not isinstance(check["method"], bool):
             problems.append(f"{where}: method must be true or false (true: the check judges how a value was computed)")
         if isinstance(check.get("id"), str):

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from grader.common.text import clip
-from grader.config.assignment import Assignment, CheckSpec
+from grader.config.assignment import Assignment, CheckSpec, Scenario
 from grader.grading.check_budget import RECORD_LOCK, Budget
 from grader.grading.explanations import read_values, recording_settings, scenario_explanation
 from grader.grading.faults import errors_only_in, grader_faults, reported_faults  # noqa: F401 -- imported from here too
@@ -377,6 +377,15 @@ def _bug_report(bugs: dict[str, CheckBug], charged: dict[str, CheckBug]) -> str:
     return "\n".join(unjudged + failed)
 
 
+def world_hint(scenario: Scenario, spec: CheckSpec) -> str:
+    """What to say when `spec` failed only in `scenario`: the sentence naming the difference between the worlds that
+    can explain it (the scenario's `hints` entry its `differs_by` names), or nothing; a lesson that gives no `hints`
+    keeps its one `failure_hint`."""
+    if scenario.hints:
+        return scenario.hints.get(spec.differs_by, "") if spec.differs_by else ""
+    return scenario.failure_hint
+
+
 def _combine(assignment: Assignment, spec: CheckSpec, outcomes: list, snapshots: dict[str, Snapshot],
              bugs: dict[str, CheckBug] | None = None, charged: dict[str, CheckBug] | None = None) -> CheckResult:
     bugs = bugs or {}
@@ -400,7 +409,7 @@ def _combine(assignment: Assignment, spec: CheckSpec, outcomes: list, snapshots:
             feedback += (f"\nIn that run, {failure_place(first)} raised {first.raised['type']}: "
                          f"{clip(first.raised['message'], 200)}")
         if scenario != "baseline" or passed_elsewhere:
-            hint = assignment.scenarios[scenario].failure_hint   # shown as written: no seed reaches a student
+            hint = world_hint(assignment.scenarios[scenario], spec)   # as written: no seed reaches a student
             # what the run is comes once per record (scenario_notes), not with every failure
             hinted = passed_elsewhere and hint and not only_here and not spec.method   # a method's failure is its own
             feedback = scenario_label(scenario) + feedback + (f"\n{hint}" if hinted else "")
