@@ -237,8 +237,8 @@ def _check_problems(checks: list, groups: dict, scenarios: dict, contract: list[
             problems.append(f"{where}: failure_note must be a string (a sentence added to the feedback when the check "
                             "does not pass)")
         differs_by = check.get("differs_by")
-        named = {key for s in (scenarios.values() if isinstance(scenarios, dict) else []) if isinstance(s, dict)
-                 for key in (s.get("hints") if isinstance(s.get("hints"), dict) else {})}
+        named = {key for table in (scenarios.values() if isinstance(scenarios, dict) else []) if isinstance(table, dict)
+                 for key in (table["hints"] if isinstance(table.get("hints"), dict) else {})}
         if differs_by is not None and differs_by not in named:
             problems.append(f"{where}: differs_by = {differs_by!r} names no scenario's hints (known: "
                             f"{', '.join(sorted(named)) or 'none'}); add it to [scenarios.<name>] hints or remove it")
