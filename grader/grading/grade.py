@@ -34,6 +34,8 @@ from grader.grading.record_limits import (
 from grader.grading.reference_runs import reference_runs
 from grader.intake.discovery import Submission
 from grader.intake.introspection import review_flags
+from grader.intake.preimport import note as preimport_note
+from grader.intake.preimport import settings_before_import
 from grader.intake.regions import Exercises
 from grader.model.record import CheckRecord, GroupScore, OutputExcerpt, Record, RunSummary, record_to_json
 from grader.model.verdicts import INSTRUCTOR_TOLD, ISOLATION_PREFIX, STOPPED_ENDINGS
@@ -94,6 +96,8 @@ def grade(assignment: Assignment, submission: Submission, facts: dict, variant_s
         return record
     baseline = snapshots["baseline"]
     notes = list(submission.notes) + unfinished_message(exercises)
+    if preset := settings_before_import(submission.source, submission.cells):   # read from the file, as written
+        notes.append(preimport_note(preset))
     runs = [m for name, snapshot in snapshots.items()
             for m in run_messages(assignment, name, snapshot, baseline, bool(faults.get(name)))]
     # What stopped the file (a syntax error, sys.exit, a limit) or kept a notebook cell from running explains every
