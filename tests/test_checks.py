@@ -728,9 +728,11 @@ def test_availability_panel_is_judged_by_meaning(assignment, oracles, variant_ev
     # the missing one drawn as available
     fraction, feedback = run(_availability(variant_events, [1, 1]))
     assert fraction == 0 and "missing in this run" in feedback
-    # [0, 0] says less than it could, but nothing untrue about the missing one: passes with a note
+    # [0, 0] marks a reported analysis as missing: the bars are judged against what was reported (issue 55)
     fraction, feedback = run(_availability(variant_events, [0, 0]))
-    assert fraction == 1 and "int(m is not None)" in feedback
+    assert fraction == 0 and "reported an analysis" in feedback and "int(m is not None)" in feedback
+    # a title naming bytes before "unavailable" is an availability title when the bars and y-label say so
+    assert run(_availability(variant_events, y, "Temporary bytes unavailable", "analysis available (1=yes)", "a"))[0] == 1
     # booleans are availability too
     assert run(_availability(variant_events, [bool(v) for v in y]))[0] == 1
 

@@ -1,7 +1,7 @@
 """JAX and XLA settings a file puts in `os.environ` before it imports JAX, which the grader's runs cannot honour.
 
 JAX reads `JAX_*` variables (`JAX_ENABLE_X64`, `JAX_PLATFORMS`, ...) and XLA reads `XLA_FLAGS` once, when it is
-imported. `python performance-05.py` imports JAX after such a line, so there it takes effect; a grader's run has
+imported. `python file.py` imports JAX after such a line, so there it takes effect; a grader's run has
 imported JAX before the file's first statement (the fork server preloads it, the harness records with it), so
 there it does not, and a file written for float64 runs in float32. The file is told so, plainly, with what to use
 instead; the setting itself is not applied (each run's JAX, precision and XLA flags are the grader's).
