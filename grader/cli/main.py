@@ -24,6 +24,7 @@ from grader.cli.similar import add_similarity_options, options_from, own_class_a
 from grader.cli.trial import trial_grading
 from grader.cli.worlds import add_worlds_arguments, worlds_command
 from grader.common.jax_range import unsupported as unsupported_jax
+from grader.common.safe_text import visible_terminal
 from grader.common.user_cache import CACHE_DIR_ENV, use_cache_dir
 from grader.config.assignment import ConfigError, available, every_problem, find_root, load
 from grader.model.verdicts import grader_fault
@@ -33,6 +34,13 @@ from grader.student.terminal import add_check_arguments, check_command
 
 
 def main(argv: list[str] | None = None) -> int:
+    """The `grader` command: whatever it prints passes through visible_terminal (no raw control character a
+    student's file supplied reaches the instructor's terminal)."""
+    with visible_terminal():
+        return _main(argv)
+
+
+def _main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="grader", description=__doc__)
     parser.add_argument("--version", action="version", version=f"grader {__version__}")
     commands = parser.add_subparsers(dest="command", required=True)

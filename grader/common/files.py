@@ -6,17 +6,28 @@ import os
 import tempfile
 from pathlib import Path
 
+from grader.common.safe_text import json_visible, visible
 from grader.common.text import utf8
+
+TEXT_SUFFIXES = (".md", ".txt", ".csv", ".html", ".htm", ".toml", ".log")
+
+
+def safe_for(path: Path, text: str) -> str:
+    """Text as it may be written to `path` (safe_text.py): JSON with its own escapes, other text files visibly."""
+    if path.suffix == ".json":
+        return json_visible(text)
+    return visible(text) if path.suffix in TEXT_SUFFIXES else text
 
 
 def atomic_write(path: Path, data: str | bytes, mode: int | None = None) -> None:
     """Write to a temp file in the same folder, then rename: a reader never sees a torn file. Text is written as
-    UTF-8 whatever it holds (a lone surrogate becomes U+FFFD): no student text can fail a write."""
+    UTF-8 whatever it holds (a lone surrogate becomes U+FFFD): no student text can fail a write, and no control
+    character a student supplied reaches a text file raw (`safe_for`)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     handle, temp = tempfile.mkstemp(dir=path.parent, prefix=".write-", suffix=".tmp")   # short, whatever the name
     try:
         with os.fdopen(handle, "wb") as stream:
-            stream.write(utf8(data) if isinstance(data, str) else data)
+            stream.write(utf8(safe_for(path, data)) if isinstance(data, str) else data)
             stream.flush()
             os.fsync(stream.fileno())
         if mode is not None:
@@ -45,7 +56,7 @@ def remove_torn_writes(out: Path) -> int:
 def write_if_changed(path: Path, data: str | bytes, mode: int | None = None) -> bool:
     """`atomic_write` unless the file already holds exactly `data` (a re-run rewrites nothing it need not, and
     pays no fsync for it); returns whether it wrote."""
-    encoded = utf8(data) if isinstance(data, str) else data
+    encoded = utf8(safe_for(path, data)) if isinstance(data, str) else data
     try:
         if path.read_bytes() == encoded and (mode is None or path.stat().st_mode & 0o777 == mode):
             return False

@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 from grader import __version__
+from grader.common.safe_text import visible_terminal
 from grader.config.assignment import Assignment
 from grader.config.bundle import Bundle, read_bundle
 from grader.model.verdicts import mark
@@ -31,7 +32,12 @@ def add_check_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """The student wheel's `grader` command: only `check`."""
+    """The student wheel's `grader` command: only `check`, printed through visible_terminal."""
+    with visible_terminal():
+        return _main(argv)
+
+
+def _main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="grader", description="Check your work before you submit it.")
     parser.add_argument("--version", action="version", version=f"grader {__version__}")
     commands = parser.add_subparsers(dest="command", required=True)
