@@ -9,12 +9,13 @@ from pathlib import Path
 from grader.common.safe_text import json_visible, visible
 from grader.common.text import utf8
 
-TEXT_SUFFIXES = (".md", ".txt", ".csv", ".html", ".htm", ".toml", ".log")
+TEXT_SUFFIXES = (".md", ".txt", ".csv", ".html", ".htm", ".log")
 
 
 def safe_for(path: Path, text: str) -> str:
-    """Text as it may be written to `path` (safe_text.py): JSON with its own escapes, other text files visibly."""
-    if path.suffix == ".json":
+    """Text as it may be written to `path` (safe_text.py): JSON and TOML with their own `\\u` escapes (valid in both, the
+    same data), other text files visibly."""
+    if path.suffix in (".json", ".toml"):
         return json_visible(text)
     return visible(text) if path.suffix in TEXT_SUFFIXES else text
 
