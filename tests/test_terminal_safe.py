@@ -58,3 +58,15 @@ def test_no_raw_control_byte_reaches_a_terminal_or_a_file(tmp_path):
     assert any(b"\\x1b" in path.read_bytes() for path in written if path.suffix in (".md", ".html")), \
         "the escape should be shown, visibly, where the student's output is quoted"
     shutil.rmtree(tmp_path, ignore_errors=True)
+
+
+def test_what_is_shown_and_what_is_kept():
+    from grader.common.safe_text import json_visible, visible
+
+    assert visible("a\tb\nc\r\nd") == "a\tb\nc\r\nd"                    # tabs, newlines and CRLF line ends stay
+    assert visible("x\ry\x1b[2K\x07\u202e\u009b") == "x\\x0dy\\x1b[2K\\x07\\u202e\\x9b"
+    import json
+
+    data = {"value": "e\x1b]0;t\x07\u009b\u202e", "ok": "plain"}
+    text = json_visible(json.dumps(data, ensure_ascii=False, indent=1) + "\r\n")
+    assert not raw_bytes(text.encode()) and json.loads(text) == data   # the same data, no raw control byte

@@ -20,8 +20,11 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TextIO
 
-# C0 controls but tab and newline, DEL, C1 controls, and the bidirectional marks, embeddings, overrides and isolates.
-UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+# C0 controls but tab, newline and a carriage return that ends a line (CRLF), DEL, C1 controls, and the
+# bidirectional marks, embeddings, overrides and isolates. A lone CR redraws a terminal line: it is shown.
+UNSAFE = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]|\r(?!\n)")
+# In JSON and TOML a raw CR can only be whitespace between tokens (inside a string it is always escaped already).
+UNSAFE_IN_DATA = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 
 
 def _escape(match: re.Match[str]) -> str:
@@ -36,7 +39,7 @@ def visible(text: str) -> str:
 
 def json_visible(text: str) -> str:
     """JSON text with every unsafe character as JSON's own `\\uXXXX` escape (the same data, decoded)."""
-    return UNSAFE.sub(lambda match: f"\\u{ord(match.group()):04x}", text)
+    return UNSAFE_IN_DATA.sub(lambda match: f"\\u{ord(match.group()):04x}", text)
 
 
 class VisibleStream(io.TextIOBase):
