@@ -32,8 +32,8 @@ GRADER = Path(sys.executable).parent / "grader"
 def grade(submissions: Path, out: Path) -> dict[str, dict]:
     subprocess.run([str(GRADER), "grade", str(submissions), "--out", str(out), "--regrade"], check=False,
                    stdout=subprocess.DEVNULL)
-    return {p.stem: json.loads(p.read_text()) for p in out.glob("*.json") if p.stem not in {"summary", "results"}
-            and "submission" in json.loads(p.read_text())}
+    records = {p.stem: json.loads(p.read_text()) for p in out.glob("*.json") if p.stem not in {"summary", "results"}}
+    return {name: record for name, record in records.items() if isinstance(record, dict) and "submission" in record}
 
 
 def examples_agree(reference: Path, out: Path) -> list[str]:

@@ -34,7 +34,7 @@ def test_the_installed_jax_is_supported():
 
 @pytest.mark.parametrize("version", ["0.13.0", "0.9.1", None])
 def test_a_jax_outside_the_range_is_refused_in_one_sentence(monkeypatch, version):
-    monkeypatch.setattr(jax_range, "installed", lambda package: version)
+    monkeypatch.setattr(jax_range, "installed_version", lambda package: version)
     instructor = jax_range.unsupported()
     student = jax_range.unsupported(student=True)
     assert instructor is not None and "supports JAX >=0.9.2,<0.13" in instructor and "pip install" not in instructor

@@ -6,7 +6,7 @@ Both ends are proven by scripts/jax-range in CI (the oldest on the oldest Python
 
 from __future__ import annotations
 
-from importlib import metadata
+from grader.common.environment import installed_version
 
 OLDEST = (0, 9, 2)      # the lesson's recorded JAX
 BELOW = (0, 13)         # the first minor release not yet proven
@@ -23,18 +23,11 @@ def release(text: str) -> tuple[int, ...]:
     return tuple(parts)
 
 
-def installed(package: str) -> str | None:
-    try:
-        return metadata.version(package)
-    except metadata.PackageNotFoundError:
-        return None
-
-
 def unsupported(student: bool = False) -> str | None:
     """None when the installed jax and jaxlib are in range; else one sentence saying what is wrong (for a student,
     with the command that fixes it)."""
     for package in ("jax", "jaxlib"):
-        version = installed(package)
+        version = installed_version(package)
         if version is not None and OLDEST <= release(version) < BELOW:
             continue
         found = "is not installed" if version is None else f"is {version}"

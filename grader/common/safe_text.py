@@ -22,9 +22,10 @@ from typing import TextIO
 
 # C0 controls but tab, newline and a carriage return that ends a line (CRLF), DEL, C1 controls, and the
 # bidirectional marks, embeddings, overrides and isolates. A lone CR redraws a terminal line: it is shown.
-UNSAFE = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]|\r(?!\n)")
+CONTROLS = "[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]"
+UNSAFE = re.compile(CONTROLS + "|\r(?!\n)")
 # In JSON and TOML a raw CR can only be whitespace between tokens (inside a string it is always escaped already).
-UNSAFE_IN_DATA = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+UNSAFE_IN_DATA = re.compile(CONTROLS)
 
 
 def _escape(match: re.Match[str]) -> str:

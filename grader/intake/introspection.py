@@ -12,7 +12,7 @@ from __future__ import annotations
 import ast
 
 from grader.common.text import clip
-from grader.intake.notebook import Cell, where
+from grader.intake.notebook import Cell, parsed_units, where
 
 MAX_FLAGS = 12
 # Attribute names that reach a function's or frame's insides (closure cells, code, globals, locals, callers).
@@ -36,17 +36,14 @@ PRIVATE_MODULES = ("jax._src", "jaxlib.xla_extension", "jax.interpreters", "jax.
 def review_flags(source: str, cells: list[Cell] | None = None) -> list[str]:
     """Each place the file reaches into JAX's internals or introspects (first MAX_FLAGS), e.g. "line 4: imports
     jax._src.ad (JAX's private internals)"; [] when it does neither, or cannot be parsed."""
-    units = [(cell.number, cell.source) for cell in cells] if cells is not None else [(None, source)]
     found: list[str] = []
-    for number, text in units:
-        try:
-            tree = ast.parse(text)
-        except (SyntaxError, ValueError):
-            continue
-        for node in ast.walk(tree):
+    for number, tree in parsed_units(source, cells):
+        for node in ast.walk(tree) if tree is not None else ():
             reason = _reason(node)
-            if reason and len(found) < MAX_FLAGS:
+            if reason:
                 found.append(clip(f"{where(getattr(node, 'lineno', None), number)}: {reason}", 300))
+                if len(found) == MAX_FLAGS:
+                    return found
     return found
 
 

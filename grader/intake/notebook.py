@@ -10,7 +10,9 @@ harness runs each cell under its number, so feedback cites the place the way the
 
 from __future__ import annotations
 
+import ast
 import json
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from grader.common.text import clean
@@ -27,6 +29,16 @@ class NotebookError(Exception):
 class Cell:
     number: int       # Jupyter's execution count when the notebook runs top to bottom: the N of `In [N]`
     source: str       # the cell as Python, with the cell's own line numbers
+
+
+def parsed_units(source: str, cells: list[Cell] | None = None) -> Iterator[tuple[int | None, ast.Module | None]]:
+    """A submission's code as the file's readers in the grader's process see it: (cell number or None, its parsed
+    module, or None where it does not parse), a script as one unit, a notebook's code cells in order."""
+    for number, text in ([(cell.number, cell.source) for cell in cells] if cells is not None else [(None, source)]):
+        try:
+            yield number, ast.parse(text)
+        except (SyntaxError, ValueError):
+            yield number, None
 
 
 def where(line: int | None, cell: int | None = None) -> str:

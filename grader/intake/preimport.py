@@ -11,19 +11,16 @@ from __future__ import annotations
 
 import ast
 
-from grader.intake.notebook import Cell
+from grader.intake.notebook import Cell, parsed_units
 
 PREFIXES = ("JAX_", "XLA_")
 
 
 def settings_before_import(source: str, cells: list[Cell] | None = None) -> list[str]:
     """The JAX/XLA variable names the file sets in `os.environ` at the top level before its first JAX import."""
-    units = [cell.source for cell in cells] if cells is not None else [source]
     names: list[str] = []
-    for text in units:
-        try:
-            tree = ast.parse(text)
-        except (SyntaxError, ValueError):
+    for _, tree in parsed_units(source, cells):
+        if tree is None:
             return names           # a cell that does not parse does not run: what follows it is not "before"
         for statement in tree.body:
             if _imports_jax(statement):
