@@ -19,7 +19,8 @@ Measured, in this order, in one process:
    progress line and to its end;
 4. each of `--sizes` as a class of its own (a fresh seed each): seconds per submission, flat when time is linear;
 5. with `--held-out FOLDER`: a class of honest files nobody wrote for this benchmark (the test corpus's honest
-   solutions, written by other hands), measured as in 2.
+   solutions, written by other hands): bare runs as in 2, the class graded as a first batch (a fresh cache folder,
+   the warm-up inside the batch) and then again with the cache warm, both ratios printed.
 
 CPU seconds per submission are split into inside the runs (the runs' own, from the records) and outside them
 (the grader process, the fork server and its supervisors, the warm-up's reference and starter runs), with cgroup v1 cpuacct
@@ -136,6 +137,29 @@ def measure_class(label: str, klass: list[Path], scratch: Path, folder: Path, as
     return bare_per_file
 
 
+def measure_held_out(label: str, klass: list[Path], scratch: Path, assignment, args, meter: CpuMeter) -> None:
+    """Both figures of one class in one run: a first batch (a fresh cache folder: the warm state built inside the
+    batch, as on a new machine) and, after it, the same class graded again with the cache warm (a fresh variant
+    seed, its own folder); half the bare runs before, half after."""
+    sample = klass[:: max(1, len(klass) // (args.bare or len(klass)))][: args.bare or len(klass)]
+    cpu = meter.seconds()
+    before, failed_before = bare_seconds(sample[0::2], scratch)
+    bare_cpu_before = meter.seconds() - cpu
+    use_cache_dir(scratch / "cache-first-batch")
+    first = grade_class(assignment, klass, scratch / "held-out-first", args.workers, meter)
+    warm = grade_class(assignment, klass, scratch / "held-out-warm", args.workers, meter)
+    cpu = meter.seconds()
+    after, failed_after = bare_seconds(sample[1::2], scratch)
+    bare = before + after
+    bare_per_file = statistics.mean(bare)
+    bare_cpu = (bare_cpu_before + meter.seconds() - cpu) / len(bare)
+    print(f"{label}: bare `python file.py`, sequential, {len(bare)} files: {bare_per_file:.3f} s per file "
+          f"({statistics.mean(before):.3f} before grading, {statistics.mean(after):.3f} after; "
+          f"{failed_before + failed_after} ended in an error), {bare_cpu:.2f} CPU s per file")
+    print(line(f"{label}, first batch (cache from nothing)", first, bare_per_file, meter.whole_tree))
+    print(line(f"{label}, cache warm", warm, bare_per_file, meter.whole_tree))
+
+
 def grade_class(assignment, files: list[Path], folder: Path, workers: int | None, meter: CpuMeter) -> dict:
     folder.mkdir()
     for path in files:
@@ -149,7 +173,8 @@ def grade_class(assignment, files: list[Path], folder: Path, workers: int | None
     n = len(files)
     return {"n": n, "wall": wall, "per": wall / n, "cpu": (meter.seconds() - cpu) / n, "inside": inside / n,
             "grader": (process_seconds() - own) / n, "rss": max((run.get("max_rss_bytes") or 0 for run in runs), default=0),
-            "full": sum(1 for r in result.records if r["score"] == r["max_score"])}
+            "full": sum(1 for r in result.records if r["score"] == r["max_score"]),
+            "one_run": sum(1 for r in result.records if len(r.get("runs", {})) == 1)}
 
 
 def rerun(folder: Path) -> tuple[float, float]:
@@ -170,7 +195,7 @@ def line(label: str, r: dict, bare_per_file: float, whole_tree: bool) -> str:
     return (f"{label}: {r['wall']:6.1f} s, {r['per']:.3f} s per submission, {60 / r['per']:6.1f} submissions/min, "
             f"ratio to bare sequential {bare_per_file / r['per']:.2f}x; CPU s per submission: {r['cpu']:.2f} in all, "
             f"{r['inside']:.2f} inside the runs, {outside} outside ({r['grader']:.3f} the grader process); peak run "
-            f"memory {r['rss'] / 2**20:.0f} MiB; {r['full']}/{r['n']} at full marks")
+            f"memory {r['rss'] / 2**20:.0f} MiB; {r['full']}/{r['n']} at full marks, {r['one_run']} graded from one run")
 
 
 def main() -> None:
@@ -218,8 +243,8 @@ def main() -> None:
                 print(line(f"N={size:>4}", result, bare_per_file, meter.whole_tree))
             if args.held_out:
                 others = held_out_files(args.held_out, args.class_size)
-                measure_class(f"held-out class of {len(others)} ({args.held_out})", others, scratch,
-                              scratch / "held-out", assignment, args, meter)
+                measure_held_out(f"held-out class of {len(others)} ({args.held_out})", others, scratch, assignment,
+                                 args, meter)
     finally:
         meter.close()
 

@@ -235,7 +235,10 @@ def memory_is_two_dicts(run, oracle, settings):
 
 
 def memory_figures_match_compiler(run, oracle, settings):
-    for label, entry, expected in _memory_entries(run, oracle, strict=run.scenario == "baseline"):
+    """Feedback quotes the figures the student sees: in the file as written, what their own run of the file reports
+    (the grader's run offsets every figure by an amount only it knows, never quoted); elsewhere, that run's."""
+    as_written = run.scenario == "baseline"
+    for index, (label, entry, expected) in enumerate(_memory_entries(run, oracle, strict=as_written)):
         if expected is None:
             continue
         assert isinstance(entry, dict), f"{_reported(run)} for the {label} executable; its entry in `memory` is {describe(entry)}, not a dict."
@@ -243,16 +246,23 @@ def memory_figures_match_compiler(run, oracle, settings):
         wrong = [name for name in settings.memory_fields if recorded[name] != expected[name]]
         if not wrong:
             continue
+        seen = oracle.real_memory[index] if as_written and oracle.real_memory[index] is not None else expected
+        where = ("when you run your file (the grader's run reports every figure offset by an amount only it knows, so "
+                 "only a figure read in the run passes)" if seen is not expected else "in this run")
         swapped = [(name, other) for name in wrong for other in settings.memory_fields
                    if other != name and recorded[name] == expected[other]]
         assert not swapped, (
             f"In the {label} dict, {swapped[0][0]} holds the figure the compiler reported for {swapped[0][1]} "
-            f"({expected[swapped[0][1]]}). Read each field by its own name: getattr(analysis, name).")
+            f"({seen[swapped[0][1]]} {where}). Read each field by its own name: getattr(analysis, name).")
         name = wrong[0]
+        assert seen is expected or recorded[name] != seen[name], (
+            f"{name} for {label} is {seen[name]}, the figure your own run shows, but the grader's run reports another "
+            "(it offsets every figure by an amount only it knows), so a figure typed into the file fails. Read every "
+            "field from executable.memory_analysis() (getattr(analysis, name)).")
         raise AssertionError(
-            f"{name} for {label} is {describe(entry.get(name))}, but in this run the compiler reported {expected[name]} "
-            "bytes. Read every field from executable.memory_analysis() (getattr(analysis, name)), so the figures "
-            "are whatever this compiler reports.")
+            f"{name} for {label} is {describe(entry.get(name))}, but the compiler reports {seen[name]} bytes {where}. "
+            "Read every field from executable.memory_analysis() (getattr(analysis, name)), so the figures are "
+            "whatever this compiler reports.")
     return "The recorded figures are the ones the compiler reported."
 
 
@@ -348,10 +358,9 @@ def second_panel_is_availability(run, oracle, settings):
 
 def second_panel_is_bytes(run, oracle, settings):
     """The lesson's own code draws this panel from `memory`: it is judged against the student's `memory`, so a
-    mistake in the memory exercise costs there once, not again here."""
+    mistake in the memory exercise costs there once, not again here. In the variant run it is judged on the replay
+    `all_available` (the file's end run again with every analysis present), where `memory` is the replay's."""
     panel, _, y = _second_panel(run)
-    if any(entry is None for entry in oracle.memory):
-        return "The grader's compiler reported no analysis here, so the byte panel could not be compared."
     memory = run["memory"]
     if isinstance(memory, (list, tuple)) and any(entry is None for entry in memory):
         return ("Your `memory` records a missing analysis, so the lesson's code drew the availability panel here; the "
@@ -359,6 +368,8 @@ def second_panel_is_bytes(run, oracle, settings):
     if isinstance(memory, (list, tuple)) and memory and all(isinstance(entry, dict) for entry in memory):
         expected = [_byte_count(entry.get("temp_size_in_bytes")) for entry in memory]
         source = "the temporary bytes your `memory` records"
+    elif any(entry is None for entry in oracle.memory):
+        return "The grader's compiler reported no analysis here, so the byte panel could not be compared."
     else:
         expected = [entry["temp_size_in_bytes"] for entry in oracle.memory]
         source = "the compiled temporary bytes"

@@ -424,7 +424,7 @@ SINGLE = float(np.finfo(np.float32).eps)
 DOUBLE = float(np.finfo(np.float64).eps)
 SLOPE_TERMS = 3
 PROBE_STEPS = (1e-4, 3e-4, 1e-3, 3e-3, 1e-2, 3e-2)
-LESSON_TANGENT = np.linspace(-1.0, 1.0, WIDTH)   # the lesson's HVP direction: the changes are sized along it
+LESSON_TANGENT = np.linspace(-1.0, 1.0, WIDTH)   # the lesson's HVP direction: separations are measured along it
 
 
 @dataclass(frozen=True)
@@ -480,11 +480,13 @@ def size_nudges(seed: int, batch_seed: int, scenario: str, settings: Any) -> Nud
     curvature = target / float(np.max(np.abs(unit))) * rng.choice([-1.0, 1.0])
     rules = Rules(terms, curvature)
     plain = hessian_vector_product(w, x, v, rules)
-    # rematerialized curvature: inside the lesson's tolerance between hvp_plain and hvp_remat, elementwise.
-    unit = hessian_vector_product(w, x, v, Rules(terms, curvature, 1.0), checkpointed=True) - plain
-    allowed = settings.remat_share * (settings.lesson_hvp_rtol * np.abs(plain) + settings.lesson_hvp_atol)
-    extra = float(np.min(allowed / np.maximum(np.abs(unit), 1e-300))) * rng.uniform(0.8, 1.0) * rng.choice([-1.0, 1.0])
+    # rematerialized curvature: inside the lesson's tolerance between hvp_plain and hvp_remat, elementwise, along
+    # every tangent of SIZING_TANGENTS (a file's HVP need not be along the lesson's direction; its own assertion
+    # must keep holding), its separation measured along the lesson's.
+    fit = min(_remat_fit(w, x, tangent, terms, curvature, settings) for tangent in SIZING_TANGENTS)
+    extra = fit * rng.uniform(0.8, 1.0) * rng.choice([-1.0, 1.0])
     rules = Rules(terms, curvature, extra)
+    unit = hessian_vector_product(w, x, v, Rules(terms, curvature, 1.0), checkpointed=True) - plain
     remat_shift = float(np.max(np.abs(extra * unit))) / float(np.max(np.abs(plain)))
     curvature_shift = float(np.max(np.abs(plain - base))) / size
     # evaluations: the last layer's pre-activations along the path they follow as x moves along (1,...,1) (true
@@ -506,6 +508,27 @@ def size_nudges(seed: int, batch_seed: int, scenario: str, settings: Any) -> Nud
     return Nudges(rules, slope_shift, remat_shift, curvature_shift, signal)
 
 
+def _remat_fit(w: np.ndarray, x: np.ndarray, v: np.ndarray, terms: tuple, curvature: float, settings: Any) -> float:
+    """The largest rematerialized-rule change whose effect on the HVP along `v` stays inside `remat_share` of the
+    lesson's `assert_allclose(hvp_plain, hvp_remat, rtol, atol)`, in every entry."""
+    plain = hessian_vector_product(w, x, v, Rules(terms, curvature))
+    unit = hessian_vector_product(w, x, v, Rules(terms, curvature, 1.0), checkpointed=True) - plain
+    allowed = settings.remat_share * (settings.lesson_hvp_rtol * np.abs(plain) + settings.lesson_hvp_atol)
+    return float(np.min(allowed / np.maximum(np.abs(unit), 1e-300)))
+
+
+def _sizing_tangents() -> tuple[np.ndarray, ...]:
+    """Directions a file may take its HVPs along (each scaled to max|v| = 1): the lesson's, the constant, ramps,
+    waves, random normals and coordinate vectors. The rematerialized change is sized inside the lesson's assertion
+    along every one of them."""
+    steps = np.arange(WIDTH, dtype=np.float64)
+    found = [LESSON_TANGENT, np.ones(WIDTH), steps / WIDTH, steps / WIDTH - 0.4, np.cos(steps), np.sin(steps),
+             np.cos(steps / 3.0), *np.random.default_rng(20261205).normal(size=(8, WIDTH)),
+             *(np.eye(WIDTH)[k] for k in (0, WIDTH // 2, WIDTH - 1))]
+    return tuple(v / float(np.max(np.abs(v))) for v in found)
+
+
+SIZING_TANGENTS = _sizing_tangents()
 CHANGED_SCENARIOS = ("variant",)   # the others install the same machinery with every change zero (no mark tells them apart)
 
 

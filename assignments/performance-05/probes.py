@@ -46,3 +46,18 @@ def _short(aval):
         return aval.str_short(short_dtypes=True)
     except Exception:
         return str(aval)
+
+
+MEMORY_FIELDS = ("argument_size_in_bytes", "output_size_in_bytes", "temp_size_in_bytes", "alias_size_in_bytes")
+
+
+def _memory_all_available(memory):
+    """`memory` as if every executable's analysis had been present: each None entry (a missing analysis) becomes a
+    dict of the fields the file's other entries hold (the lesson's four where none does), with figures no world
+    reports. Only the replay `all_available` calls it (harness.run_replay): the file's panel code then runs again on
+    it, so the branch that draws the byte panel is judged in the run where one analysis was missing."""
+    if not isinstance(memory, (list, tuple)):
+        return memory
+    fields = next((list(entry) for entry in memory if isinstance(entry, dict) and entry), list(MEMORY_FIELDS))
+    return [{name: 7340032 + 1048576 * position + 4096 * number for number, name in enumerate(fields)}
+            if entry is None else entry for position, entry in enumerate(memory)]

@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from grader.model.record import Record, record_from_json
+from grader.model.record import Record, held_checks, record_from_json
 from grader.outputs.adjustments_file import Adjustment, AdjustmentsError, path_in, read, write
 from grader.outputs.writers import result_path
 
@@ -147,6 +147,13 @@ def explanation_text(record: Record, check_ids: list[str]) -> str:
         lines.append("Flagged for your review (the file's text reaches into JAX's internals or introspects; the score "
                      "is unchanged, you decide):")
         lines += [f"   {flag}" for flag in record["review_flags"]]
+    if held := held_checks(record):
+        hold = record["review_hold"]
+        lines.append(f"HELD for your review: {hold['statement']} only in the {hold['scenario']} run (the file as "
+                     f"written passed it); held without points: {', '.join(held)}. Each held check below shows both "
+                     "runs; decide with `grader adjust` (e.g. set the check's points, or add 0 to keep the grade).")
+    if record.get("runs_why"):
+        lines.append(f"Runs: {record['runs_why']}.")
     lines += [f"Adjustment NOT applied ({a.get('check') or WHOLE}, {a['kind']} {a['points']:g}): {a['why']}"
               for a in record.get("pending_adjustments", [])]
     if not explanations:

@@ -68,7 +68,9 @@ def previous_record(out: Path, submission: Submission, assignment: Assignment) -
     same = (record.get("sha256") == submission.sha256
             and record.get("fingerprint") == assignment.fingerprint
             and record.get("environment", {}).get("grader") == __version__ and record.get("file") == submission.relative)
-    return record if same else None
+    every_run = not assignment.all_scenarios or record.get("status") != "graded" \
+        or set(assignment.scenarios) <= set(record.get("runs") or {})   # a full record asked for: one run is not
+    return record if same and every_run else None
 
 
 def grade_folder(assignment: Assignment, folder: Path, out: Path, workers: int | None = None, regrade: bool = False,

@@ -48,7 +48,7 @@ from grader.model.record import Record
 from grader.runs.jobs import scenario_seed
 from grader.sandbox.isolation import WeakIsolation, recheck, require_isolation, weak_isolation_allowed
 from grader.similarity.report import settings_for
-from grader.similarity.value_match import exercise_values, value_names
+from grader.similarity.value_match import compared_run, exercise_values, value_names
 
 CONNECT_SECONDS = 30             # how long the client tries to reach the scheduler before it says it cannot
 RETRIES = 2                      # a task that raised (a refusing worker) is tried again, maybe elsewhere
@@ -68,6 +68,7 @@ class Package:
     files: dict[str, bytes]
     environment: dict[str, str]
     allow_weak_isolation: bool = False   # the instructor asked for weak isolation by name on the client
+    all_scenarios: bool = False          # every scenario for every file (`grader grade --all-runs` on the client)
 
 
 def pack(assignment: Assignment) -> Package:
@@ -77,7 +78,8 @@ def pack(assignment: Assignment) -> Package:
             files[path.relative_to(assignment.root).as_posix()] = path.read_bytes()
     solution = assignment.solution_path
     files[solution.relative_to(assignment.root).as_posix()] = solution.read_bytes()
-    return Package(assignment.id, assignment.fingerprint, files, dict(environment()), weak_isolation_allowed())
+    return Package(assignment.id, assignment.fingerprint, files, dict(environment()), weak_isolation_allowed(),
+                   assignment.all_scenarios)
 
 
 # ---- on a worker --------------------------------------------------------------------------------------------------
@@ -102,11 +104,11 @@ def grade_task(package: Package, seed: int, submission: Submission) -> dict[str,
     similarity report and the reference's figures in the batch's worlds (for the student's page)."""
     context = _context(package, seed)
     try:
-        kept: list[dict[str, Any]] = []     # the baseline's exercise values, once the runs are done (as run_keeper)
+        kept: list[dict[str, Any]] = []     # the compared run's exercise values, once the runs are done (as run_keeper)
         names = value_names(settings_for(context.assignment))
 
         def keep(snapshots) -> None:
-            kept.append(exercise_values(snapshots.get("baseline"), names, context.assignment.bindings))
+            kept.append(exercise_values(compared_run(context.assignment, snapshots), names, context.assignment.bindings))
 
         record = grade_one(context.assignment, submission, context.warm.facts, seed, context.warm.runner, keep)
         context.warm.verdict()   # raises a failed warm-up, or WorldRejected: no record of that world leaves here
@@ -171,7 +173,9 @@ def unpack(package: Package) -> Assignment:
             raise WorkerRefused(f"a task's assignment file {relative!r} lies outside its folder")
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_bytes(data)
-    return load(package.assignment_id, root)
+    assignment = load(package.assignment_id, root)
+    assignment.all_scenarios = assignment.all_scenarios or package.all_scenarios
+    return assignment
 
 
 def _unpack_folder() -> Path:

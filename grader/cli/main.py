@@ -53,6 +53,10 @@ def _main(argv: list[str] | None = None) -> int:
     grade_cmd.add_argument("--workers", type=int, default=None,
                            help="submissions graded at once (default: the number of cores; with --scheduler, the workers' threads)")
     grade_cmd.add_argument("--regrade", action="store_true", help="grade again even where an up-to-date result exists")
+    grade_cmd.add_argument("--all-runs", action="store_true",
+                           help="run every scenario for every file, for a full record (default: a file that passes "
+                                "every check in the primary scenario is graded from that run alone; the setting "
+                                "[assignment] all_scenarios = true does the same)")
     grade_cmd.add_argument("--variant-seed", type=int, default=None, help="fix the variant scenario's seed (default: random)")
     grade_cmd.add_argument("--roster", type=Path, help="a Canvas gradebook export (CSV) whose students fill canvas.csv")
     grade_cmd.add_argument("--cache-dir", type=Path, help=CACHE_HELP)
@@ -263,6 +267,7 @@ def _grade(assignment, args) -> int:
     if refused:
         print(f"grader: {refused}", file=sys.stderr)
         return 2
+    assignment.all_scenarios = assignment.all_scenarios or args.all_runs
     try:
         result = grade_folder(assignment, folder, out, args.workers, args.regrade, args.variant_seed,
                               roster=args.roster, similarity=options_from(args), scheduler=args.scheduler)

@@ -52,6 +52,7 @@ class CheckSpec:
                                   # the scenario's failure_hint (about values that follow a seed) is not added
     differs_by: str = ""          # the difference between the worlds that can make it fail in one world only: the
                                   # key of the scenario's `hints` whose sentence its failure there gets (none: no hint)
+    replay: str = ""              # in the primary run (where it is not listed), judged on this replay of that run
 
 
 @dataclass(frozen=True)
@@ -63,6 +64,20 @@ class Scenario:
     failure_hint: str = ""        # said after any check that failed only here (a lesson without `hints`)
     hints: dict[str, str] = field(default_factory=dict)   # difference -> its sentence: a check that failed only here
                                                           # gets the one its `differs_by` names, or none
+    primary: bool = False         # every check is judged here first; the other runs only when they explain a failure
+
+
+@dataclass(frozen=True)
+class Replay:
+    """The end of a run executed again inside that run with `replace` given the value the probe `probe` makes of it:
+    the values of `capture` come back (harness.run_replay), so a branch the run's world never took is judged without
+    a second run of the file."""
+    name: str
+    replace: str
+    probe: str
+    capture: tuple[str, ...]
+    scenarios: tuple[str, ...]
+    description: str = ""
 
 
 @dataclass
@@ -85,6 +100,14 @@ class Assignment:
     probes_source: str
     fingerprint: str = ""
     solution_path: Path = field(default_factory=Path)
+    replays: dict[str, Replay] = field(default_factory=dict)
+    all_scenarios: bool = False   # [assignment] all_scenarios: every run for every file (a full record), never one
+
+    @property
+    def primary_scenario(self) -> str | None:
+        """The scenario every file is run in first (a file that passes every check there is graded from that run
+        alone), or None: every scenario runs for every file."""
+        return next((name for name, scenario in self.scenarios.items() if scenario.primary), None)
 
     def check_function(self, name: str) -> Callable[..., Any] | None:
         """The check function a `[[checks]] function` names: `builtin:<name>` or a function of checks.py."""
@@ -243,17 +266,22 @@ def load(assignment_id: str | None = None, root: Path | None = None) -> Assignme
                         scenarios=tuple(c.get("scenarios", ["baseline"])), function=c["function"],
                         needs=tuple(contract if c.get("needs") == ["*"] else c.get("needs", ())),
                         title=str(c.get("title", c["id"])), failure_note=str(c.get("failure_note", "")),
-                        method=c.get("method") is True, differs_by=str(c.get("differs_by", "")))
+                        method=c.get("method") is True, differs_by=str(c.get("differs_by", "")),
+                        replay=str(c.get("replay", "")))
               for c in config.get("checks", [])]
     scenarios = {name: Scenario(name=name, description=s.get("description", name), setup=tuple(s.get("setup", ())),
                                 fresh_seed=bool(s.get("fresh_seed", False)), failure_hint=s.get("failure_hint", ""),
-                                hints=dict(s.get("hints", {})))
+                                hints=dict(s.get("hints", {})), primary=s.get("primary") is True)
                  for name, s in config.get("scenarios", {}).items()}
+    replays = {name: Replay(name=name, replace=r["replace"], probe=r["probe"], capture=tuple(r["capture"]),
+                            scenarios=tuple(r["scenarios"]), description=str(r.get("description", "")))
+               for name, r in config.get("replays", {}).items()}
     parameters = dict(config.get("parameters", {}))
     settings = types.SimpleNamespace(**parameters, **config.get("tolerances", {}))
     assignment = Assignment(
         id=assignment_id, title=info.get("title", assignment_id), folder=folder, root=root, config=config,
         limits=Limits.from_config(config.get("limits", {})), scenarios=scenarios, groups=groups, checks=checks,
+        replays=replays, all_scenarios=info.get("all_scenarios") is True,
         contract=contract, parameters=parameters, settings=settings,
         oracle=_lesson_module(_import_path, folder, shown, "oracle.py", module_prefix + "_oracle"),
         check_module=_lesson_module(load_rewritten, folder, shown, "checks.py", module_prefix + "_checks"),

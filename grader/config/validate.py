@@ -32,7 +32,7 @@ EVIDENCE_BOUNDS = ("max_evaluations", "max_evaluations_per_statement", "max_sigh
 BINDING_RULES = ("first", "last", "last number", "last vector")   # or "as_of <name>"
 
 TABLES = ("assignment", "parameters", "tolerances", "scenarios", "groups", "checks", "limits", "evidence",
-          "bindings", "exercise_bindings", "report", "starter", "lms", "similarity")
+          "bindings", "exercise_bindings", "report", "starter", "lms", "similarity", "replays")
 REQUIRED_TABLES = ("assignment", "parameters", "scenarios", "groups", "checks")
 ASSIGNMENT_KEYS = {"id": "", "title": "", "solution": "solutions/<id>.py (the reference solution, relative to the project root)",
                    "submission_filename": "", "max_submission_bytes": "1048576 (larger files are not run)",
@@ -43,12 +43,15 @@ ASSIGNMENT_KEYS = {"id": "", "title": "", "solution": "solutions/<id>.py (the re
                    "method_sampler_min_submissions": "20 (the smallest batch the sampler warms)",
                    "fact_setup": '["nudge_...", ...] (baseline set-up functions the reference facts are measured with)',
                    "fact_exercises": '["memory", ...] (exercises whose public solution code the facts need: a student '
-                                     'check measures the facts on its own JAX; needs solution_is_public)'}
+                                     'check measures the facts on its own JAX; needs solution_is_public)',
+                   "all_scenarios": "true to run every scenario for every file (a full record; by default a file "
+                                    "that passes every check in the primary scenario is graded from that run alone)"}
 ASSIGNMENT_REQUIRED = ("solution", "max_submission_bytes", "contract", "seed_parameter")
-SCENARIO_KEYS = ("description", "setup", "fresh_seed", "failure_hint", "hints")
+SCENARIO_KEYS = ("description", "setup", "fresh_seed", "failure_hint", "hints", "primary")
+REPLAY_KEYS = ("replace", "probe", "capture", "scenarios", "description")
 GROUP_KEYS = ("points", "title")
 CHECK_KEYS = ("id", "title", "group", "points", "visibility", "scenarios", "function", "needs", "failure_note", "method",
-              "differs_by")
+              "differs_by", "replay")
 CHECK_REQUIRED = ("id", "group", "points", "function")
 REPORT_KEYS = ("figure",)
 LMS_KEYS = ("canvas_assignment_id", "canvas_assignment_name", "otter", "allow_weak_isolation")
@@ -106,6 +109,20 @@ def _unknown_keys(table: dict, allowed: Any, where: str) -> list[str]:
             "fix its spelling or remove it" for key in table if key not in allowed]
 
 
+def _tables(tables: dict, kind: str, keys: Any, what: str, problems: list[str]) -> list[tuple[dict, str]]:
+    """(table, where) of each [kind.<name>] that is a table; a problem for each that is not, and for each unknown
+    key, appended to `problems`."""
+    found = []
+    for name, table in tables.items():
+        where = f"[{kind}.{name}]"
+        if not isinstance(table, dict):
+            problems.append(f"{where} must be a table; write [{kind}.{name}] {what}")
+            continue
+        problems += _unknown_keys(table, keys, where)
+        found.append((table, where))
+    return found
+
+
 def _string_list(value: Any) -> bool:
     return isinstance(value, list) and all(isinstance(v, str) for v in value)
 
@@ -133,6 +150,7 @@ def config_problems(config: dict[str, Any], folder_name: str) -> list[str]:
     problems += _scenario_problems(scenarios)
     problems += _fact_setup_problems(config["assignment"].get("fact_setup", []), scenarios)
     problems += _check_problems(config["checks"], config["groups"], scenarios, contract)
+    problems += _replay_problems(config.get("replays", {}), config["checks"], scenarios, contract)
     problems += _limit_problems(config.get("limits", {}))
     problems += _small_table_problems(config, contract)
     problems += similarity_problems(config)   # the instructor's similarity report (grader/config/similarity.py)
@@ -195,12 +213,8 @@ def _fact_setup_problems(fact_setup: object, scenarios: dict) -> list[str]:
 def _scenario_problems(scenarios: dict) -> list[str]:
     problems = [] if "baseline" in scenarios else [
         "[scenarios.baseline] is missing: add it (the file as written), e.g. [scenarios.baseline] with description = \"your file as written\""]
-    for name, scenario in scenarios.items():
-        where = f"[scenarios.{name}]"
-        if not isinstance(scenario, dict):
-            problems.append(f"{where} must be a table; write [scenarios.{name}] with description and setup keys")
-            continue
-        problems += _unknown_keys(scenario, SCENARIO_KEYS, where)
+    for scenario, where in _tables(scenarios, "scenarios", SCENARIO_KEYS, "with description and setup keys",
+                                         problems):
         if not _string_list(scenario.get("setup", [])):
             problems.append(f"{where} setup = {scenario['setup']!r}: must be a list of function names of "
                             'scenario_setup.py; write e.g. setup = ["replace_lesson_seed"]')
@@ -219,6 +233,35 @@ def _scenario_problems(scenarios: dict) -> list[str]:
         elif any("{seed}" in text for text in hints.values()):
             problems.append(f"{where} hints names {{seed}}: the hints are shown to students as written, and the seed "
                             "of a graded run is never shown to them; describe what differs instead")
+    return problems
+
+
+def _replay_problems(replays: object, checks: list, scenarios: dict, contract: list[str]) -> list[str]:
+    """[replays.<name>] tables and the checks naming them: contract names, known scenarios, one primary scenario."""
+    if not isinstance(replays, dict):
+        return ["[replays] must be a table of [replays.<name>] tables"]
+    problems: list[str] = []
+    if isinstance(scenarios, dict):
+        primary = [n for n, s in scenarios.items() if isinstance(s, dict) and s.get("primary") is not None]
+        problems += [f"[scenarios.{n}] primary = {scenarios[n]['primary']!r}: must be true or false (no quotes)"
+                     for n in primary if not isinstance(scenarios[n]["primary"], bool)]
+        if len([n for n in primary if scenarios[n]["primary"] is True]) > 1:
+            problems.append(f"[scenarios] primary is true in {', '.join(primary)}: at most one scenario is primary")
+    for replay, where in _tables(replays, "replays", REPLAY_KEYS, "with replace, probe, capture and scenarios",
+                                       problems):
+        problems += [f"{where}: {key} is missing" for key in ("replace", "probe", "capture", "scenarios") if key not in replay]
+        names = [replay.get("replace")] + list(replay.get("capture", []) if _string_list(replay.get("capture", [])) else [])
+        problems += [f"{where}: {n!r} is not in [assignment] contract" for n in names if isinstance(n, str) and n not in contract]
+        if not _string_list(replay.get("capture", [])) or not _string_list(replay.get("scenarios", [])):
+            problems.append(f"{where}: capture and scenarios must be lists of names")
+        elif isinstance(scenarios, dict):
+            problems += [f"{where}: scenarios lists {s!r}: no [scenarios.{s}]" for s in replay["scenarios"] if s not in scenarios]
+        if not isinstance(replay.get("probe", ""), str) or not str(replay.get("probe", "")).startswith("_"):
+            problems.append(f"{where}: probe must name a function of probes.py whose name starts with _ (it is called "
+                            "only by the replay, never after each statement)")
+    for check in checks:
+        if isinstance(check, dict) and "replay" in check and check["replay"] not in replays:
+            problems.append(f"[[checks]] {check.get('id')}: replay = {check['replay']!r}: no [replays.{check['replay']}]")
     return problems
 
 

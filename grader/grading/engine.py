@@ -62,6 +62,8 @@ class CheckResult:
     unjudged: bool = False     # ...where that was a bug of the check's own (it raised alike on the reference's run):
                                # the grader could not judge this submission, so its record is the grader's fault
     explanation: dict[str, Any] = field(default_factory=dict)   # scenario -> what it compared (instructor only)
+    fractions: dict[str, float] = field(default_factory=dict)   # scenario -> the fraction it gave there
+    undecided: bool = False    # judged in one run alone, it could not be decided there (its replay did not run)
 
     @property
     def passed(self) -> bool:
@@ -272,10 +274,12 @@ def solution_regions(assignment: Assignment) -> dict[str, list[RegionLines]] | N
 
 def run_checks(assignment: Assignment, snapshots: dict[str, Snapshot], oracles: dict[str, Any],
                regions: dict[str, list[RegionLines]] | None = None,
-               reference: ReferenceRuns | None = None) -> list[CheckResult]:
+               reference: ReferenceRuns | None = None, only: str | None = None) -> list[CheckResult]:
     """Every check on every scenario it lists. `regions` are the submission's exercise regions (for
     [exercise_bindings]); `reference` gives the reference solution's runs with the same seeds, asked for only when a
-    check raises something other than an assertion."""
+    check raises something other than an assertion. With `only` (the primary scenario run alone), every check is
+    judged in that run: a check not listed there but naming a `replay` on that replay of it, and undecided where the
+    replay did not run."""
     views = {name: RunView(snapshot, assignment.bindings, assignment.exercise_bindings, regions)
              for name, snapshot in snapshots.items()}
     reference_views: dict[str, RunView | None] = {}
@@ -294,12 +298,20 @@ def run_checks(assignment: Assignment, snapshots: dict[str, Snapshot], oracles: 
             function = assignment.check_function(spec.function)
             outcomes, bugs, charged = [], {}, {}
             explained: dict[str, Any] = {}
-            for scenario in spec.scenarios:
+            view_of = dict(views)
+            if only is not None and only not in spec.scenarios and spec.replay:
+                replayed = replay_view(views[only], spec.replay)
+                if replayed is None:
+                    results.append(_undecided(spec, only))
+                    continue
+                view_of[only] = replayed
+            for scenario in ((only,) if only is not None else spec.scenarios):
                 fraction, feedback, bug = 0.0, "", None
-                views[scenario].details = {}
+                view = view_of[scenario]
+                view.details = {}
                 with Budget(limits.check_cpu_seconds, limits.check_memory_bytes) as budget:
                     try:
-                        fraction, feedback = evaluate(function, spec, views[scenario], oracles[scenario],
+                        fraction, feedback = evaluate(function, spec, view, oracles[scenario],
                                                       assignment.settings)
                     except CheckBug as caught:
                         bug = caught
@@ -318,12 +330,40 @@ def run_checks(assignment: Assignment, snapshots: dict[str, Snapshot], oracles: 
                         charged[scenario] = bug
                         feedback = _charged_feedback(spec, bug, on_reference is not None)
                 outcomes.append((scenario, fraction, feedback))
-                explained[scenario] = scenario_explanation(fraction, feedback, read_values(spec.needs, views[scenario]),
-                                                           views[scenario].details, views[scenario].seed,
-                                                           views[scenario].settings_read)
+                explained[scenario] = scenario_explanation(fraction, feedback, read_values(spec.needs, view),
+                                                           view.details, view.seed, view.settings_read)
             results.append(_combine(assignment, spec, outcomes, snapshots, bugs, charged))
             results[-1].explanation = explained
     return results
+
+
+def replay_view(view: RunView, name: str) -> RunView | None:
+    """The run as its replay `name` left it (the captured names' values in place of the run's), or None where the
+    replay did not run."""
+    found = view.snapshot.replays.get(name)
+    if not found or "values" not in found:
+        return None
+    return ReplayView(view, found["values"])
+
+
+class ReplayView(RunView):
+    """A run's view with the names its replay captured read from the replay."""
+
+    def __init__(self, view: RunView, replayed: dict[str, Any]):
+        super().__init__(view.snapshot)
+        self.provenance = view.provenance
+        self.replayed = replayed
+
+    def value(self, name: str) -> Any:
+        if name in self.replayed:
+            return self.replayed[name]
+        return super().value(name)
+
+
+def _undecided(spec: CheckSpec, scenario: str) -> CheckResult:
+    """A check its one run could not decide: no points from that run; the other runs decide it (run_plan)."""
+    return CheckResult(id=spec.id, group=spec.group, score=0.0, max_score=spec.points, visibility=spec.visibility,
+                       feedback=f"Not decided from the {scenario} run alone.", undecided=True)
 
 
 def _raises_alike(function, spec: CheckSpec, view: RunView, oracle: Any, settings: Any, bug: CheckBug,
@@ -400,7 +440,9 @@ def _combine(assignment: Assignment, spec: CheckSpec, outcomes: list, snapshots:
     if not failing:
         feedback = outcomes[0][2]
     else:
-        scenario, _, text = min(failing, key=lambda item: item[1])
+        # the file as written first: the numbers its feedback quotes are those the student can reproduce
+        lowest = min(failing, key=lambda item: item[1])
+        scenario, _, text = next((item for item in failing if item[0] == "baseline" and item[1] <= lowest[1]), lowest)
         passed_elsewhere = [s for s, f, _ in outcomes if f >= 1.0]
         only_here = errors_only_in(scenario, snapshots)
         feedback = text
@@ -415,4 +457,5 @@ def _combine(assignment: Assignment, spec: CheckSpec, outcomes: list, snapshots:
             feedback = scenario_label(scenario) + feedback + (f"\n{hint}" if hinted else "")
         feedback += f"\n{spec.failure_note}" if spec.failure_note else ""
     return CheckResult(id=spec.id, group=spec.group, score=round(spec.points * fraction, 6), max_score=spec.points,
-                       visibility=spec.visibility, feedback=feedback, grader_error=error)
+                       visibility=spec.visibility, feedback=feedback, grader_error=error,
+                       fractions={s: f for s, f, _ in outcomes})

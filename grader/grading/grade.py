@@ -32,6 +32,7 @@ from grader.grading.record_limits import (
     fit,
 )
 from grader.grading.reference_runs import reference_runs
+from grader.grading.run_plan import RunPlan, held_for_review, reasons_for_more_runs
 from grader.intake.discovery import Submission
 from grader.intake.introspection import review_flags
 from grader.intake.preimport import note as preimport_note
@@ -57,17 +58,90 @@ def grade(assignment: Assignment, submission: Submission, facts: dict, variant_s
     if submission.problem:
         return error_record(assignment, submission, submission.problem, variant_seed)
     seeds = {name: scenario_seed(assignment, scenario, variant_seed) for name, scenario in assignment.scenarios.items()}
-    # Scenarios are independent sandboxes: run them side by side (one student's runs share nothing).
-    with ThreadPoolExecutor(max_workers=len(seeds)) as pool:
-        futures = {name: pool.submit(_run, assignment, name, seed, submission, runner, variant_seed)
-                   for name, seed in seeds.items()}
-        snapshots: dict[str, Snapshot] = {name: future.result() for name, future in futures.items()}
-        del futures
+    plan = RunPlan.first(assignment)
+    snapshots = _run_scenarios(assignment, plan.first_runs, seeds, submission, runner, variant_seed)
+    early = _grader_fault_record(assignment, submission, snapshots, variant_seed)
+    if early is not None:
+        return early
+    oracles = {name: build_oracle(assignment, name, seeds[name], facts, variant_seed) for name in snapshots}
+    exercises = submission.exercises    # read once at intake: where each region lies, which still hold `...`
+    references = reference_runs(assignment, seeds, runner, variant_seed)
+    checks = run_checks(assignment, snapshots, oracles, exercises.regions, references, only=plan.alone)
+    if plan.alone is not None:
+        plan.why = reasons_for_more_runs(checks, snapshots[plan.alone])
+        if plan.why:   # the other worlds explain what the first could not decide alone: run them, judge as listed
+            others = tuple(name for name in seeds if name not in snapshots)
+            snapshots.update(_run_scenarios(assignment, others, seeds, submission, runner, variant_seed))
+            early = _grader_fault_record(assignment, submission, snapshots, variant_seed)
+            if early is not None:
+                return early
+            oracles.update({name: build_oracle(assignment, name, seeds[name], facts, variant_seed) for name in others})
+            checks = run_checks(assignment, snapshots, oracles, exercises.regions, references)
     if keep_runs is not None:
         try:
             keep_runs(snapshots)
         except Exception:  # the instructor's extra data is never worth a student's record
             pass
+    unjudged = [c for c in checks if c.unjudged]
+    if unjudged:   # a check's own bug: the grader cannot judge this file; no points, the instructor fixes the check
+        record = grader_fault_record(assignment, submission, f"the grader's check {', '.join(c.id for c in unjudged)} "
+                                     "failed on its own (a bug in the grader, not in your work)", variant_seed,
+                                     "\n".join(c.grader_error for c in unjudged))
+        record["check_errors"] = bounded_errors({c.id: c.grader_error for c in checks if c.grader_error})
+        record["unscored_checks"] = [check_record(c) for c in checks]   # the instructor's: what the checks found
+        return record
+    held = held_for_review(assignment, checks, snapshots)
+    as_written = snapshots.get("baseline")                  # the file as written, when that run was needed
+    baseline = as_written or next(iter(snapshots.values()))   # else the one run, which went through cleanly
+    notes = list(submission.notes) + unfinished_message(exercises)
+    if preset := settings_before_import(submission.source, submission.cells):   # read from the file, as written
+        notes.append(preimport_note(preset))
+    runs = [m for name, snapshot in snapshots.items()
+            for m in run_messages(assignment, name, snapshot, as_written)]
+    # What stopped the file (a syntax error, sys.exit, a limit) or kept a notebook cell from running explains every
+    # later failure: the student reads it first. What a run other than the file as written changes is said once.
+    first = baseline.ending in STOPPED_ENDINGS or bool(baseline.syntax_errors)
+    messages = (runs + notes if first else notes + runs) + scenario_notes(assignment, checks)
+    messages += plan.notes(assignment, checks)
+    messages += rebinding_notes(assignment, baseline, exercises)
+    broken = {c.id: c.grader_error for c in checks if c.grader_error}
+    isolation = sorted({s.isolation for s in snapshots.values()})
+    messages.append(f"{ISOLATION_PREFIX}{', '.join(isolation)}.")
+    record = assemble(assignment, submission, "graded", checks, messages, variant_seed,
+                      output=_output(baseline), runs={n: run_summary(s) for n, s in snapshots.items()})
+    record["explanations"] = {c.id: c.explanation for c in checks if c.explanation}   # instructor only
+    record["runs_why"] = plan.record_text(assignment)
+    if held:
+        record["review_hold"] = held
+    if flags := review_flags(submission.source, submission.cells):   # read from the file, never from the run
+        record["review_flags"] = flags
+    if broken:
+        record["check_errors"] = bounded_errors(broken)   # for the instructor: check id -> where it raised, and why it was charged
+    if assignment.figure_name:
+        figures = {name: json_safe(snapshot.values.get(assignment.figure_name)) for name, snapshot in snapshots.items()}
+        record["figures"] = {name: bounded_figure(figure) for name, figure in figures.items()}
+        if not_kept := tuple(name for name, figure in figures.items() if record["figures"][name] is not figure):
+            record["capped"] = record.get("capped", []) + capped_texts({}, [], False, not_kept)
+    if rebound := [name for name, snapshot in snapshots.items() if snapshot.values_not_kept]:
+        record["capped"] = record.get("capped", []) + [f"values bound again in the {name} run" for name in rebound]
+    fit(cast(dict, record), lambda kept: len(record_to_json(cast(Record, kept)).encode()))   # the last guard
+    return record
+
+
+def _run_scenarios(assignment: Assignment, names: tuple[str, ...], seeds: dict[str, int], submission: Submission,
+                   runner: Runner | None, variant_seed: int) -> dict[str, Snapshot]:
+    """The named scenarios' runs, side by side (one student's runs share nothing)."""
+    if len(names) == 1:
+        return {names[0]: _run(assignment, names[0], seeds[names[0]], submission, runner, variant_seed)}
+    with ThreadPoolExecutor(max_workers=len(names)) as pool:
+        futures = {name: pool.submit(_run, assignment, name, seeds[name], submission, runner, variant_seed)
+                   for name in names}
+        return {name: future.result() for name, future in futures.items()}
+
+
+def _grader_fault_record(assignment: Assignment, submission: Submission, snapshots: dict[str, Snapshot],
+                         variant_seed: int) -> Record | None:
+    """The record of a file the grader could not judge through its own fault in one of its runs, or None."""
     faults = grader_faults(snapshots)
     if faults:   # a run the sandbox could not set up (twice): nothing of it can be judged, and nothing is excused
         reasons = "; ".join(f"the {name} run: {', '.join(found)}" for name, found in faults.items())
@@ -82,48 +156,7 @@ def grade(assignment: Assignment, submission: Submission, facts: dict, variant_s
                                      "of your file (not an error in your file)", variant_seed, reasons)
         record["reported_grader_faults"] = {name: bounded_messages(found) for name, found in reported.items()}
         return record
-    oracles = {name: build_oracle(assignment, name, seed, facts, variant_seed) for name, seed in seeds.items()}
-    exercises = submission.exercises    # read once at intake: where each region lies, which still hold `...`
-    checks = run_checks(assignment, snapshots, oracles, exercises.regions,
-                        reference_runs(assignment, seeds, runner, variant_seed))
-    unjudged = [c for c in checks if c.unjudged]
-    if unjudged:   # a check's own bug: the grader cannot judge this file; no points, the instructor fixes the check
-        record = grader_fault_record(assignment, submission, f"the grader's check {', '.join(c.id for c in unjudged)} "
-                                     "failed on its own (a bug in the grader, not in your work)", variant_seed,
-                                     "\n".join(c.grader_error for c in unjudged))
-        record["check_errors"] = bounded_errors({c.id: c.grader_error for c in checks if c.grader_error})
-        record["unscored_checks"] = [check_record(c) for c in checks]   # the instructor's: what the checks found
-        return record
-    baseline = snapshots["baseline"]
-    notes = list(submission.notes) + unfinished_message(exercises)
-    if preset := settings_before_import(submission.source, submission.cells):   # read from the file, as written
-        notes.append(preimport_note(preset))
-    runs = [m for name, snapshot in snapshots.items()
-            for m in run_messages(assignment, name, snapshot, baseline, bool(faults.get(name)))]
-    # What stopped the file (a syntax error, sys.exit, a limit) or kept a notebook cell from running explains every
-    # later failure: the student reads it first. What a run other than the file as written changes is said once.
-    first = baseline.ending in STOPPED_ENDINGS or bool(baseline.syntax_errors)
-    messages = (runs + notes if first else notes + runs) + scenario_notes(assignment, checks)
-    messages += rebinding_notes(assignment, baseline, exercises)
-    broken = {c.id: c.grader_error for c in checks if c.grader_error}
-    isolation = sorted({s.isolation for s in snapshots.values()})
-    messages.append(f"{ISOLATION_PREFIX}{', '.join(isolation)}.")
-    record = assemble(assignment, submission, "graded", checks, messages, variant_seed,
-                      output=_output(baseline), runs={n: run_summary(s) for n, s in snapshots.items()})
-    record["explanations"] = {c.id: c.explanation for c in checks if c.explanation}   # instructor only
-    if flags := review_flags(submission.source, submission.cells):   # read from the file, never from the run
-        record["review_flags"] = flags
-    if broken:
-        record["check_errors"] = bounded_errors(broken)   # for the instructor: check id -> where it raised, and why it was charged
-    if assignment.figure_name:
-        figures = {name: json_safe(snapshot.values.get(assignment.figure_name)) for name, snapshot in snapshots.items()}
-        record["figures"] = {name: bounded_figure(figure) for name, figure in figures.items()}
-        if not_kept := tuple(name for name, figure in figures.items() if record["figures"][name] is not figure):
-            record["capped"] = record.get("capped", []) + capped_texts({}, [], False, not_kept)
-    if rebound := [name for name, snapshot in snapshots.items() if snapshot.values_not_kept]:
-        record["capped"] = record.get("capped", []) + [f"values bound again in the {name} run" for name in rebound]
-    fit(cast(dict, record), lambda kept: len(record_to_json(cast(Record, kept)).encode()))   # the last guard
-    return record
+    return None
 
 
 def _run(assignment: Assignment, scenario: str, seed: int, submission: Submission, runner: Runner | None,

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from grader.lms.otter_csv import num, safe_cell
-from grader.model.record import Record
+from grader.model.record import Record, held_checks
 from grader.model.verdicts import grader_fault
 
 STUDENT_COLUMNS = ("Student", "ID", "SIS User ID", "SIS Login ID", "Section")
@@ -101,6 +101,8 @@ def canvas_rows(records: list[Record], roster: Roster | None) -> tuple[list[tupl
     if roster is not None:
         warnings += [f"{s['Student']} ({s['SIS Login ID'] or s['ID']}): no submission." for s in roster.students
                      if id(s) not in matched]
+    warnings += [f"{record['file']}: held for your review ({', '.join(held)}): its row is left empty until you decide "
+                 "with `grader adjust`." for record in records if (held := held_checks(record))]
     return rows, warnings
 
 
@@ -111,8 +113,8 @@ def canvas_csv(records: list[Record], header: str, points_possible: float, roste
     writer = csv.writer(stream, lineterminator="\n")
     writer.writerow([*STUDENT_COLUMNS, safe_cell(header)])
     writer.writerow([POINTS_POSSIBLE, "", "", "", "", num(points_possible)])
-    for student, record in rows:   # a record the grader failed on: an empty cell, which a Canvas import leaves alone
-        score = "" if grader_fault(record) else num(record["score"])
+    for student, record in rows:   # a record the grader failed on, or held for review: an empty cell, which a Canvas
+        score = "" if grader_fault(record) or held_checks(record) else num(record["score"])   # import leaves alone
         writer.writerow([*(safe_cell(student.get(name, "")) for name in STUDENT_COLUMNS), score])
     return stream.getvalue(), warnings
 

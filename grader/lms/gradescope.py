@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from grader.common.markdown import md_block
-from grader.model.record import CheckRecord, Record
+from grader.model.record import CheckRecord, Record, held_checks
 from grader.model.verdicts import grader_fault, passed, student_messages
 
 GRADESCOPE_VISIBILITIES = ["hidden", "after_due_date", "after_published", "visible"]
@@ -129,6 +129,9 @@ def submission_output(record: Record) -> str:
                      "graded again.")
     elif record["status"] == "error":
         lines.append("Your file could not be graded.")
+    if held := held_checks(record):
+        lines.append(f"Held for your instructor's review: {', '.join(held)} (no points until they decide; the "
+                     "feedback of each says why).")
     if record.get("adjustments"):   # the instructor's decisions, with their reasons as written
         autograde = (record.get("autograde") or {"score": record["score"]})["score"]
         lines.append(f"Adjusted by your instructor (the autograder's score was {autograde:g}):")

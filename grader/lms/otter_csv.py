@@ -12,7 +12,7 @@ from __future__ import annotations
 import csv
 import io
 
-from grader.model.record import Record
+from grader.model.record import Record, held_checks
 from grader.model.verdicts import grader_fault
 
 POINTS_POSSIBLE_LABEL = "points-per-question"      # otter.grade.utils.POINTS_POSSIBLE_LABEL
@@ -35,6 +35,11 @@ def final_grades_csv(records: list[Record], checks: list[tuple[str, float]]) -> 
         if grader_fault(record):   # no score the grader did not earn: empty cells, the status says why
             writer.writerow([safe_cell(entry_name(record)), *("" for _ in questions), "", "",
                              safe_cell(f"Grader error: {status}")])
+            continue
+        if held := held_checks(record):   # neither docked nor credited: the total waits for the instructor
+            writer.writerow([safe_cell(entry_name(record)), *("" if name in held else num(scores.get(name, 0.0))
+                                                              for name, _ in questions), "", "",
+                             safe_cell(f"Held for the instructor's review: {', '.join(held)}")])
             continue
         writer.writerow([safe_cell(entry_name(record)), *(num(scores.get(name, 0.0)) for name, _ in questions),
                          num(record["score"]), num(fraction), safe_cell(status)])

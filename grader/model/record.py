@@ -81,6 +81,12 @@ class Autograde(TypedDict):
     checks: dict[str, float]
 
 
+class ReviewHold(TypedDict):
+    scenario: str          # the run where a statement of the file raised that the file as written passes
+    statement: str         # where, and what it raised
+    checks: list[str]      # the checks that failed only there: no points until the instructor decides
+
+
 class Record(TypedDict):
     submission: str
     file: str
@@ -112,6 +118,8 @@ class Record(TypedDict):
     review_flags: NotRequired[list[str]]                   # where the file reaches into JAX's internals or introspects
                                                            # (intake/introspection.py): instructor only, never scored
     capped: NotRequired[list[str]]                         # which texts were cut to the record limits (record_limits.py)
+    runs_why: NotRequired[str]                             # which runs the file got and why (grading/run_plan.py)
+    review_hold: NotRequired[ReviewHold]                   # checks held for the instructor's decision (run_plan.py)
 
 
 def record_to_json(record: Record) -> str:
@@ -127,3 +135,14 @@ def record_from_json(text: str) -> Record:
     if not isinstance(record, dict) or not isinstance(record.get("checks"), list):
         raise ValueError("not a grading record: expected a JSON object with a `checks` list")
     return cast(Record, record)
+
+
+def held_checks(record: Record) -> list[str]:
+    """The checks of a record still held for the instructor's review: held, and no adjustment decided them."""
+    hold = record.get("review_hold")
+    if not isinstance(hold, dict):
+        return []
+    decided = {a.get("check") for a in record.get("adjustments", [])}
+    if None in decided:   # an adjustment of the whole submission decides everything held
+        return []
+    return [check for check in hold.get("checks", []) if check not in decided]

@@ -25,7 +25,7 @@ from markupsafe import Markup, escape
 
 from grader.common.files import atomic_write
 from grader.intake.discovery import safe_filename
-from grader.model.record import Record
+from grader.model.record import Record, held_checks
 from grader.model.verdicts import (
     ISOLATION_PREFIX,
     grader_fault,
@@ -166,6 +166,11 @@ def class_context(records: list[Record], assignment, run_info: dict) -> dict[str
     problems += [{"id": r["submission"], "page": feedback_page_name(r["submission"]),
                   "status": "flagged for review (score unchanged)", "reasons": list(r["review_flags"])[:5]}
                  for r in records if isinstance(r.get("review_flags"), list) and r["review_flags"]]
+    problems += [{"id": r["submission"], "page": feedback_page_name(r["submission"]),
+                  "status": "held for your review (no points until you decide)",
+                  "reasons": [f"{r['review_hold']['statement']} only in the {r['review_hold']['scenario']} run; held: "
+                              f"{', '.join(held)}"]}
+                 for r in records if (held := held_checks(r))]
 
     percents = [_percent(r) for r in records]
     average = class_average(records, getattr(assignment, "max_score", None))

@@ -6,7 +6,7 @@ from __future__ import annotations
 import statistics
 from dataclasses import dataclass
 
-from grader.model.record import Record
+from grader.model.record import Record, held_checks
 from grader.model.verdicts import class_status, grader_fault, limit_notes, passed
 
 LISTED = 40   # submissions listed one per line up to this many; beyond, only the ones that need a look
@@ -88,6 +88,12 @@ def summary_table(records: list[Record], groups: dict[str, dict]) -> str:
         listed = ", ".join(review[:10]) + (f" and {len(review) - 10} more" if len(review) > 10 else "")
         lines.append(f"REVIEW: {len(review)} file(s) reach into JAX's internals or introspect frames or closures "
                      f"({listed}): scores unchanged; `grader explain STUDENT --out OUT` lists where, you decide.")
+    held = [r["submission"] for r in records if held_checks(r)]
+    if held:
+        listed = ", ".join(held[:10]) + (f" and {len(held) - 10} more" if len(held) > 10 else "")
+        lines.append(f"HELD: {len(held)} file(s) raised only under the grader's hidden changes, and checks that passed "
+                     f"as written are held without points ({listed}): `grader explain STUDENT` shows both runs; decide "
+                     "with `grader adjust`.")
     flagged = [r for r in records if r["status"] != "graded" or limit_notes(r)]
     shown = sorted(records, key=lambda r: r["submission"]) if len(records) <= LISTED else flagged
     if shown:

@@ -87,10 +87,15 @@ def make_job(assignment: Assignment, scenario: Scenario, seed: int, source: str,
              cells: list[Cell] | None = None, data: bytes = b"", batch_seed: int | None = None) -> Job:
     """The job the harness runs: the code (a notebook as its cells), the scenario's set-up, probes and limits."""
     params = setup_parameters(assignment, scenario, seed, batch_seed)
-    return new_job(source, filename, assignment.contract, assignment.limits, setup_source=assignment.setup_source,
-                   setup_calls=[(name, params) for name in scenario.setup], probes_source=assignment.probes_source,
-                   cells=[{"number": cell.number, "source": cell.source} for cell in cells] if cells else None,
-                   data=data, evidence=assignment.evidence)
+    job = new_job(source, filename, assignment.contract, assignment.limits, setup_source=assignment.setup_source,
+                  setup_calls=[(name, params) for name in scenario.setup], probes_source=assignment.probes_source,
+                  cells=[{"number": cell.number, "source": cell.source} for cell in cells] if cells else None,
+                  data=data, evidence=assignment.evidence)
+    replays = [{"name": r.name, "replace": r.replace, "probe": r.probe, "capture": list(r.capture)}
+               for r in assignment.replays.values() if scenario.name in r.scenarios]
+    if replays:
+        job["replays"] = replays
+    return job
 
 
 # How a job is run: `sandbox.run_job` (a fresh sandboxed interpreter) or `zygote.ForkServer.run_job`.

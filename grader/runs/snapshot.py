@@ -69,6 +69,8 @@ class Snapshot:
     probe_errors: dict[str, dict] = field(default_factory=dict)   # probe -> last error
     # probe -> [(statement, {input name: statement of the binding it used}, value or None, error or None)]
     probe_history: dict[str, list[tuple[int, dict[str, int], Any, dict | None]]] = field(default_factory=dict)
+    # replay -> {"values": {name: value}, "statements": [first, last]} or {"problem": why it could not run}
+    replays: dict[str, dict[str, Any]] = field(default_factory=dict)
     evaluations: list[Evaluation] = field(default_factory=list)   # method evidence, in the order it happened
     sightings: list[Sighting] = field(default_factory=list)
     evidence: EvidenceSummary = field(default_factory=EvidenceSummary)
@@ -178,6 +180,8 @@ def _apply_frame(snap: Snapshot, frame: dict) -> dict | None:
         if len(snap.syntax_errors) < 200:
             snap.syntax_errors.append(problem)
         snap.syntax_error = snap.syntax_error or problem
+    elif kind == "replay":
+        _apply_replay(snap, frame)
     elif kind == "evidence_installed":
         snap.evidence.installed = True
     elif kind == "evidence_problem":
@@ -200,6 +204,21 @@ def _apply_value(snap: Snapshot, name: str, frame: dict) -> None:
     value = decode(frame.get("value"))
     snap.values[name] = value
     history.append((index, value))
+
+
+def _apply_replay(snap: Snapshot, frame: dict) -> None:
+    """A replay's captured values (the first frame of a name counts; the run sends one per replay)."""
+    name = frame.get("name")
+    if not isinstance(name, str) or len(name) > MAX_NAME or name in snap.replays or len(snap.replays) >= 20:
+        return
+    values = frame.get("values")
+    if isinstance(values, dict):
+        span = _list(frame.get("statements"))[:2]
+        snap.replays[clean(name)] = {"values": {clean(k): decode(v) for k, v in list(values.items())[:50]
+                                                if isinstance(k, str) and len(k) <= MAX_NAME},
+                                     "statements": [whole(i) for i in span]}
+    else:
+        snap.replays[clean(name)] = {"problem": text(frame.get("problem"), 300) or "no values"}
 
 
 def _apply_probe(snap: Snapshot, name: str, frame: dict) -> None:

@@ -17,7 +17,7 @@ SUPERSEDED_VALUE_BYTES = 4 * 1024 * 1024
 # The frame types the harness sends (grader/sandbox/child/) and runs/snapshot.py reads: any other is dropped as it
 # is parsed, so what a run sends that nobody reads never stays in the grader's memory.
 FRAME_TYPES = frozenset({"value", "probe", "evaluation", "sighting", "statement", "syntax_error",
-                         "evidence_installed", "evidence_problem", "done"})
+                         "evidence_installed", "evidence_problem", "replay", "done"})
 
 
 def run_memory_bound(limits: Limits) -> int:

@@ -21,7 +21,14 @@ from grader.intake.discovery import Submission
 from grader.runs.snapshot import Snapshot
 from grader.similarity.code_match import Boilerplate, CodeMatch, match, prepare, regions, shared_pairs
 from grader.similarity.store import Document, boilerplate_chunks, load_earlier, load_results, write_sidecar
-from grader.similarity.value_match import SharedValue, exercise_values, shared_values, value_names, value_score
+from grader.similarity.value_match import (
+    SharedValue,
+    compared_run,
+    exercise_values,
+    shared_values,
+    value_names,
+    value_score,
+)
 
 CAUTION = ("Similarity is a reason to look, not a verdict. Students who follow the same lesson write alike, and two "
            "honest students can make the same mistake; decide only after reading both submissions side by side and "
@@ -81,11 +88,11 @@ def settings_for(assignment: Assignment) -> SimilaritySettings:
 
 
 def run_keeper(out: Path, submission: Submission, assignment: Assignment) -> Callable[[dict[str, Snapshot]], None]:
-    """What the batch hands to `grade`: keep this submission's code and baseline exercise values (sidecar)."""
+    """What the batch hands to `grade`: keep this submission's code and the compared run's exercise values (sidecar)."""
     names = value_names(settings_for(assignment))
 
     def keep(snapshots: dict[str, Snapshot]) -> None:
-        write_sidecar(out, submission, exercise_values(snapshots.get("baseline"), names, assignment.bindings))
+        write_sidecar(out, submission, exercise_values(compared_run(assignment, snapshots), names, assignment.bindings))
     return keep
 
 

@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from grader.api.values import json_safe
+from grader.config.assignment import Assignment
 from grader.config.similarity import SimilaritySettings
 from grader.runs.provenance import Provenance
 from grader.runs.snapshot import Opaque, Snapshot
@@ -41,6 +42,12 @@ class SharedValue:
     holders: int        # submissions holding it (this batch and earlier terms)
     reason: str         # "wrong" or "unusual choice"
     exercise: str       # the check group it belongs to: one piece of evidence per exercise
+
+
+def compared_run(assignment: Assignment, snapshots: dict[str, Snapshot]) -> Snapshot | None:
+    """The run whose values the class is compared by: the one every file gets (the primary scenario's, else the
+    file as written), so that every two files are compared in the same world."""
+    return snapshots.get(assignment.primary_scenario or "baseline")
 
 
 def exercise_values(snapshot: Snapshot | None, names: list[str], bindings: dict[str, str]) -> dict[str, Any]:

@@ -15,6 +15,7 @@ channel fd:
   {"type": "evaluation", ...}  method evidence: a call of student code (or of a jitted function) with concrete
                                arrays, its arguments and results (see recorder.py)
   {"type": "sighting", ...}    method evidence: a small array a student expression produced
+  {"type": "replay", ...}      a replay's captured values, or why it could not run (see `run_replays`)
   {"type": "done", ...}        the file ended, or called sys.exit
 
 Files run as Python runs them: `from __future__` flags carry from statement to statement, `__file__` is a
@@ -53,6 +54,9 @@ from statements import (
 from timer import Timer
 from tracebacks import PROBES_FILE, SETUP_FILE, format_error
 
+IMMUTABLE_TYPES = frozenset({int, float, complex, bool, str, bytes, type(None)})
+EXACT_ENCODINGS = ("array", "int", "float", "bool", "str", "none")
+
 
 def capture_trusted():
     """The real JAX transformations, or None where JAX is not installed (an assignment without JAX)."""
@@ -62,6 +66,20 @@ def capture_trusted():
         return None
     return types.SimpleNamespace(**{name: getattr(jax, name) for name in ("grad", "jvp", "vjp", "jit", "hessian")},
                                  **residual_api())
+
+
+def array_types():
+    """Exact types of values that cannot change in place beyond the builtins: JAX's arrays and NumPy's scalars,
+    where they are installed."""
+    found = set()
+    try:
+        import numpy
+        found |= {numpy.float16, numpy.float32, numpy.float64, numpy.int32, numpy.int64, numpy.bool_}
+        import jax.numpy
+        found.add(type(jax.numpy.zeros(())))
+    except Exception:   # no JAX (an assignment without it), or a backend that cannot start: builtins only
+        pass
+    return frozenset(found)
 
 
 def notebook_display(*objects, **_):
@@ -106,6 +124,10 @@ class Harness:
         self.recorder = Recorder(channel.send, **{k: v for k, v in evidence.items() if k.startswith("max_")})
         self.evidence = bool(evidence)
         self.trusted = None
+        self.probe_module = {}
+        self.encoded_object = {}   # contract name -> the immutable object last encoded for it (else self: none)
+        self.exact = {}            # contract name -> its last encoding holds the whole value (content decides it)
+        self.immutable_types = IMMUTABLE_TYPES
 
     def report_setup(self, problem):
         """Tell the grader, on the control pipe, whether the run is set up, then close it: from here on student code
@@ -159,6 +181,7 @@ class Harness:
     def install_evidence(self):
         """Keep the real JAX transformations for the probes and, when the assignment records method evidence,
         wrap the public ones; both before any student code runs, so a student's patch reaches neither."""
+        self.immutable_types = IMMUTABLE_TYPES | array_types()
         if not self.evidence:
             self.trusted = capture_trusted()
             return
@@ -190,28 +213,45 @@ class Harness:
             module[name](**params)
         probes = {"__name__": "probes", "__builtins__": __builtins__, "trusted": self.trusted}
         exec(compile(self.job["probes_source"], PROBES_FILE, "exec", dont_inherit=True), probes)
+        self.probe_module = probes
         for name, value in probes.items():
             if inspect.isfunction(value) and value.__module__ == "probes" and not name.startswith("_"):
                 self.probes[name] = (value, list(inspect.signature(value).parameters))
 
     def stream_values(self, index):
+        """Send each contract name whose value changed. A value of an immutable type (`immutable_types`, exact types:
+        no student class passes) that is the very object last encoded is unchanged without encoding it again; the
+        object is kept referenced, so its id cannot be reused by another."""
         with self.recorder.paused():
             for name in self.contract:
                 if name in self.namespace:
+                    value = self.namespace[name]
+                    if type(value) in self.immutable_types and self.encoded_object.get(name, self) is value:
+                        continue
                     self.timer.arm(self.timer.grace)  # a student __repr__/__array__ that never returns
                     try:
-                        encoded = encode_value(self.namespace[name], self.max_value_bytes)
+                        encoded = encode_value(value, self.max_value_bytes)
                     finally:
                         self.timer.disarm()
                     digest = hashlib.sha256(json.dumps(encoded, sort_keys=True).encode()).hexdigest()
+                    self.encoded_object[name] = value if type(value) in self.immutable_types else self
+                    self.exact[name] = encoded.get("t") in EXACT_ENCODINGS and not encoded.get("truncated")
                     if self.sent.get(name) != digest:
                         self.sent[name] = digest
                         self.sent_at[name] = index
                         self.channel.send({"type": "value", "name": name, "stmt": index, "value": encoded})
                 elif name in self.sent:
                     del self.sent[name]
+                    self.encoded_object.pop(name, None)
                     self.sent_at[name] = index
                     self.channel.send({"type": "value", "name": name, "stmt": index, "deleted": True})
+
+    def probe_key(self, params):
+        """What a probe's inputs are: a contract value encoded exactly (an array, a number, a string) by its content
+        alone, so rebinding a name to an equal value (the lesson's code run twice) does not call the probe again;
+        anything else (a function, a container) also by identity."""
+        return tuple((p, self.sent.get(p)) if self.exact.get(p) and p in self.sent
+                     else (p, id(self.namespace[p]), self.sent.get(p)) for p in params)
 
     def run_probes(self, index, retry_failed=False):
         """Call each probe whose inputs changed; at the end, retry those that failed (a helper defined later)."""
@@ -219,7 +259,7 @@ class Harness:
             for name, (function, params) in self.probes.items():
                 if not all(p in self.namespace and self.namespace[p] is not Ellipsis for p in params):
                     continue
-                key = tuple((p, id(self.namespace[p]), self.sent.get(p)) for p in params)
+                key = self.probe_key(params)
                 if self.probe_inputs.get(name) == key and not (retry_failed and name in self.failed_probes):
                     continue
                 self.probe_inputs[name] = key
@@ -287,6 +327,7 @@ class Harness:
         index = -1
         statements = list(self.statements())
         stopped_cell = None   # a notebook cell whose statement failed: Jupyter runs nothing more of that cell
+        ran = []              # (statement node, its filename, its record): what a replay may run again
         for index, (cell, filename, node) in enumerate(statements):
             started = time.monotonic()
             record = {"type": "statement", "index": index, "cell": cell, "line": node.lineno,
@@ -319,15 +360,73 @@ class Harness:
             if record["status"] in ("error", "timeout"):
                 stopped_cell = cell
             self.channel.send(record)
+            ran.append((node, filename, record))
             self.stream_values(index)
             self.run_probes(index)
             if record["status"] == "exit":
                 self.run_probes(index, retry_failed=True)
+                if index == len(statements) - 1:   # sys.exit as the last statement: the file ran to its end
+                    for replay in self.job.get("replays") or []:
+                        self.run_replay(replay, ran)
                 code = exit_request if isinstance(exit_request, (int, type(None))) else str(exit_request)[:200]
                 return {"kind": "sys_exit", "code": code, "line": node.lineno, "cell": cell,
                         "last": index == len(statements) - 1}
         self.run_probes(index + 1, retry_failed=True)
+        for replay in self.job.get("replays") or []:
+            self.run_replay(replay, ran)
         return {"kind": "completed"}
+
+    def run_replay(self, replay, ran):
+        """Run the file's end again with one name given another value, after everything else was sent: the
+        statements from the first after `replace`'s last binding that reads it (or binds a captured name) through
+        the last that binds a captured name, in the file's own namespace (its functions see the new value too), with
+        the replacement a probe computes from the run's own value. Nothing of the run is streamed again; only the
+        captured names' values come back. A branch the run's world never took (every analysis present, where the run
+        had one missing) is judged from the same run, without a second run of the file."""
+        name, replace, capture = replay["name"], replay["replace"], [n for n in replay["capture"] if n != replay["replace"]]
+        message = {"type": "replay", "name": name}
+        ok = [(node, filename, record) for node, filename, record in ran if record.get("status") == "ok"]
+        bound = [i for i, (_, _, r) in enumerate(ok) if replace in r["assigns"] or replace in r["mutates"]]
+        last = [i for i, (_, _, r) in enumerate(ok) if set(capture) & set(r["assigns"])]
+        if not bound or not last or last[-1] <= bound[-1]:
+            message["problem"] = "nothing bound %s after %s's last binding" % (", ".join(capture), replace)
+            self.channel.send(message)
+            return
+        first = next(i for i in range(bound[-1] + 1, last[-1] + 1)
+                     if replace in ok[i][2]["reads"] or set(capture) & set(ok[i][2]["assigns"]))
+        make = self.probe_module.get(replay["probe"])
+
+        def again():
+            self.namespace[replace] = make(self.namespace.get(replace))
+            for node, filename, _ in ok[first:last[-1] + 1]:
+                exec(self.compile_statement(node, filename), self.namespace)
+            return {n: encode_value(self.namespace[n], self.max_value_bytes) for n in [replace] + capture
+                    if n in self.namespace}
+
+        def call():
+            try:
+                return again(), None
+            except SoftTimeLimit:
+                raise
+            except BaseException as error:   # the file's statements raised with the new value: no replay to judge
+                return None, format_error(error, self.student_files)
+
+        expired = self.timer.expired   # the replay's own time is not the file's: its limit is not the run's
+        with self.recorder.paused():
+            self.timer.arm(replay.get("seconds") or self.timer.grace)
+            try:
+                outcome, error = call()
+            except SoftTimeLimit:
+                outcome, error = None, {"type": "SoftTimeLimit", "message": "the replay ran out of time"}
+            finally:
+                self.timer.disarm()
+                self.timer.expired = expired
+        if error is not None:
+            message["problem"] = "%s: %s" % (error.get("type"), str(error.get("message"))[:300])
+        else:
+            message["statements"] = [ok[first][2]["index"], ok[last[-1]][2]["index"]]
+            message["values"] = outcome
+        self.channel.send(message)
 
 
 def main():
