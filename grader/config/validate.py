@@ -21,7 +21,9 @@ from typing import Any
 from grader.config.check_functions import BUILTIN_PREFIX, builtin_names, check_function
 from grader.config.child_code import derived_parameters, probe_problems, setup_problems
 from grader.config.evidence_use import evidence_problems
+from grader.config.scenario_rules import fact_setup_problems, replay_problems, scenario_problems
 from grader.config.similarity import similarity_problems
+from grader.config.table_rules import is_number, is_string_list, unknown_keys
 from grader.config.wording import names as _names
 from grader.config.wording import spelling as _spelling
 from grader.model.limits import Limits
@@ -47,8 +49,6 @@ ASSIGNMENT_KEYS = {"id": "", "title": "", "solution": "solutions/<id>.py (the re
                    "all_scenarios": "true to run every scenario for every file (a full record; by default a file "
                                     "that passes every check in the primary scenario is graded from that run alone)"}
 ASSIGNMENT_REQUIRED = ("solution", "max_submission_bytes", "contract", "seed_parameter")
-SCENARIO_KEYS = ("description", "setup", "fresh_seed", "failure_hint", "hints", "primary")
-REPLAY_KEYS = ("replace", "probe", "capture", "scenarios", "description")
 GROUP_KEYS = ("points", "title")
 CHECK_KEYS = ("id", "title", "group", "points", "visibility", "scenarios", "function", "needs", "failure_note", "method",
               "differs_by", "replay")
@@ -100,33 +100,6 @@ def read_toml(path: Path, shown: str) -> dict[str, Any]:
         raise ConfigError(f"{shown}: cannot be read ({error}); make it a readable UTF-8 text file") from None
 
 
-def _number(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
-
-
-def _unknown_keys(table: dict, allowed: Any, where: str) -> list[str]:
-    return [f"{where}: unknown key {key!r}{_spelling(key, allowed)}: the allowed keys are {_names(allowed)}; "
-            "fix its spelling or remove it" for key in table if key not in allowed]
-
-
-def _tables(tables: dict, kind: str, keys: Any, what: str, problems: list[str]) -> list[tuple[dict, str]]:
-    """(table, where) of each [kind.<name>] that is a table; a problem for each that is not, and for each unknown
-    key, appended to `problems`."""
-    found = []
-    for name, table in tables.items():
-        where = f"[{kind}.{name}]"
-        if not isinstance(table, dict):
-            problems.append(f"{where} must be a table; write [{kind}.{name}] {what}")
-            continue
-        problems += _unknown_keys(table, keys, where)
-        found.append((table, where))
-    return found
-
-
-def _string_list(value: Any) -> bool:
-    return isinstance(value, list) and all(isinstance(v, str) for v in value)
-
-
 def config_problems(config: dict[str, Any], folder_name: str) -> list[str]:
     """Problems of assignment.toml read as data: tables, keys, types, and references between tables."""
     problems = [f"[{name}] is not a known table{_spelling(name, TABLES)}: the known tables are "
@@ -145,12 +118,12 @@ def config_problems(config: dict[str, Any], folder_name: str) -> list[str]:
     problems += [f"{name!r} is in both [parameters] and [tolerances]: checks read both through one `settings`, "
                  "so a name may be in only one; rename it or remove it from one table" for name in parameters if name in tolerances]
     problems += [f"[tolerances] {name} = {value!r}: a tolerance must be a number >= 0; set it to a number, "
-                 "e.g. 1e-5" for name, value in tolerances.items() if not (_number(value) and value >= 0)]
+                 "e.g. 1e-5" for name, value in tolerances.items() if not (is_number(value) and value >= 0)]
     scenarios = config["scenarios"]
-    problems += _scenario_problems(scenarios)
-    problems += _fact_setup_problems(config["assignment"].get("fact_setup", []), scenarios)
+    problems += scenario_problems(scenarios)
+    problems += fact_setup_problems(config["assignment"].get("fact_setup", []), scenarios)
     problems += _check_problems(config["checks"], config["groups"], scenarios, contract)
-    problems += _replay_problems(config.get("replays", {}), config["checks"], scenarios, contract)
+    problems += replay_problems(config.get("replays", {}), config["checks"], scenarios, contract)
     problems += _limit_problems(config.get("limits", {}))
     problems += _small_table_problems(config, contract)
     problems += similarity_problems(config)   # the instructor's similarity report (grader/config/similarity.py)
@@ -158,11 +131,11 @@ def config_problems(config: dict[str, Any], folder_name: str) -> list[str]:
 
 
 def _assignment_problems(info: dict, parameters: dict, folder_name: str) -> tuple[list[str], list[str]]:
-    problems = _unknown_keys(info, ASSIGNMENT_KEYS, "[assignment]")
+    problems = unknown_keys(info, ASSIGNMENT_KEYS, "[assignment]")
     problems += [f"[assignment] {key} is missing: add {key} = {ASSIGNMENT_KEYS[key]}"
                  for key in ASSIGNMENT_REQUIRED if key not in info]
     contract = info.get("contract", [])
-    if not _string_list(contract) or not contract:
+    if not is_string_list(contract) or not contract:
         problems.append(f"[assignment] contract = {contract!r}: must be a non-empty list of names (strings); "
                         'write e.g. contract = ["x", "y"]')
         contract = []
@@ -181,11 +154,11 @@ def _assignment_problems(info: dict, parameters: dict, folder_name: str) -> tupl
         problems.append(f"[assignment] max_submission_bytes = {size!r}: must be a whole number of bytes > 0; "
                         "set it to e.g. 1048576")
     facts = info.get("reference_facts", [])
-    if not _string_list(facts) or any(name not in contract for name in facts):
+    if not is_string_list(facts) or any(name not in contract for name in facts):
         problems.append(f"[assignment] reference_facts = {facts!r}: must list contract names; "
                         f"use names from [assignment] contract ({_names(contract)})")
     fact_exercises = info.get("fact_exercises", [])
-    if not _string_list(fact_exercises):
+    if not is_string_list(fact_exercises):
         problems.append(f"[assignment] fact_exercises = {fact_exercises!r}: must be a list of exercise names")
     elif fact_exercises and not info.get("solution_is_public", False):
         problems.append(f"[assignment] fact_exercises = {fact_exercises!r}: needs solution_is_public = true (a student "
@@ -201,70 +174,6 @@ def _assignment_problems(info: dict, parameters: dict, folder_name: str) -> tupl
     return contract, problems
 
 
-def _fact_setup_problems(fact_setup: object, scenarios: dict) -> list[str]:
-    baseline = scenarios.get("baseline") if isinstance(scenarios, dict) else None
-    setup = baseline.get("setup", []) if isinstance(baseline, dict) else []
-    if isinstance(fact_setup, list) and _string_list(fact_setup) and all(name in setup for name in fact_setup):
-        return []
-    return [f"[assignment] fact_setup = {fact_setup!r}: must list set-up functions of [scenarios.baseline] setup (those "
-            "that change the programs the reference facts describe, never one whose effect the oracle applies itself)"]
-
-
-def _scenario_problems(scenarios: dict) -> list[str]:
-    problems = [] if "baseline" in scenarios else [
-        "[scenarios.baseline] is missing: add it (the file as written), e.g. [scenarios.baseline] with description = \"your file as written\""]
-    for scenario, where in _tables(scenarios, "scenarios", SCENARIO_KEYS, "with description and setup keys",
-                                         problems):
-        if not _string_list(scenario.get("setup", [])):
-            problems.append(f"{where} setup = {scenario['setup']!r}: must be a list of function names of "
-                            'scenario_setup.py; write e.g. setup = ["replace_lesson_seed"]')
-        if not isinstance(scenario.get("fresh_seed", False), bool):
-            problems.append(f"{where} fresh_seed = {scenario['fresh_seed']!r}: must be true or false (no quotes)")
-        for key in ("description", "failure_hint"):
-            if not isinstance(scenario.get(key, ""), str):
-                problems.append(f"{where} {key} = {scenario[key]!r}: must be a string; put it in quotes")
-        if isinstance(scenario.get("failure_hint"), str) and "{seed}" in scenario["failure_hint"]:
-            problems.append(f"{where} failure_hint names {{seed}}: the hint is shown to students as written, and the "
-                            "seed of a graded run is never shown to them; describe what differs instead")
-        hints = scenario.get("hints", {})
-        if not isinstance(hints, dict) or not all(isinstance(v, str) for v in hints.values()):
-            problems.append(f"{where} hints = {hints!r}: must be a table of sentences, one per difference between the "
-                            'worlds, e.g. hints = { seed = "... whose seed differs ..." }')
-        elif any("{seed}" in text for text in hints.values()):
-            problems.append(f"{where} hints names {{seed}}: the hints are shown to students as written, and the seed "
-                            "of a graded run is never shown to them; describe what differs instead")
-    return problems
-
-
-def _replay_problems(replays: object, checks: list, scenarios: dict, contract: list[str]) -> list[str]:
-    """[replays.<name>] tables and the checks naming them: contract names, known scenarios, one primary scenario."""
-    if not isinstance(replays, dict):
-        return ["[replays] must be a table of [replays.<name>] tables"]
-    problems: list[str] = []
-    if isinstance(scenarios, dict):
-        primary = [n for n, s in scenarios.items() if isinstance(s, dict) and s.get("primary") is not None]
-        problems += [f"[scenarios.{n}] primary = {scenarios[n]['primary']!r}: must be true or false (no quotes)"
-                     for n in primary if not isinstance(scenarios[n]["primary"], bool)]
-        if len([n for n in primary if scenarios[n]["primary"] is True]) > 1:
-            problems.append(f"[scenarios] primary is true in {', '.join(primary)}: at most one scenario is primary")
-    for replay, where in _tables(replays, "replays", REPLAY_KEYS, "with replace, probe, capture and scenarios",
-                                       problems):
-        problems += [f"{where}: {key} is missing" for key in ("replace", "probe", "capture", "scenarios") if key not in replay]
-        names = [replay.get("replace")] + list(replay.get("capture", []) if _string_list(replay.get("capture", [])) else [])
-        problems += [f"{where}: {n!r} is not in [assignment] contract" for n in names if isinstance(n, str) and n not in contract]
-        if not _string_list(replay.get("capture", [])) or not _string_list(replay.get("scenarios", [])):
-            problems.append(f"{where}: capture and scenarios must be lists of names")
-        elif isinstance(scenarios, dict):
-            problems += [f"{where}: scenarios lists {s!r}: no [scenarios.{s}]" for s in replay["scenarios"] if s not in scenarios]
-        if not isinstance(replay.get("probe", ""), str) or not str(replay.get("probe", "")).startswith("_"):
-            problems.append(f"{where}: probe must name a function of probes.py whose name starts with _ (it is called "
-                            "only by the replay, never after each statement)")
-    for check in checks:
-        if isinstance(check, dict) and "replay" in check and check["replay"] not in replays:
-            problems.append(f"[[checks]] {check.get('id')}: replay = {check['replay']!r}: no [replays.{check['replay']}]")
-    return problems
-
-
 def _check_problems(checks: list, groups: dict, scenarios: dict, contract: list[str]) -> list[str]:
     problems: list[str] = []
     totals: dict[str, float] = {}
@@ -274,7 +183,7 @@ def _check_problems(checks: list, groups: dict, scenarios: dict, contract: list[
             problems.append(f"[[checks]] entry {number} must be a table; write it as a [[checks]] block")
             continue
         where = f"[[checks]] {check['id']}" if isinstance(check.get("id"), str) else f"[[checks]] entry {number}"
-        problems += _unknown_keys(check, CHECK_KEYS, where)
+        problems += unknown_keys(check, CHECK_KEYS, where)
         problems += [f"{where}: {key} is missing: add {key} = ..." for key in CHECK_REQUIRED if key not in check]
         if "failure_note" in check and not isinstance(check["failure_note"], str):
             problems.append(f"{where}: failure_note must be a string (a sentence added to the feedback when the check "
@@ -290,27 +199,27 @@ def _check_problems(checks: list, groups: dict, scenarios: dict, contract: list[
         if isinstance(check.get("id"), str):
             seen[check["id"]] = seen.get(check["id"], 0) + 1
         points = check.get("points", 0)
-        if not _number(points) or points < 0:
+        if not is_number(points) or points < 0:
             problems.append(f"{where}: points = {points!r}: points must be a number >= 0; set it to this check's "
                             "share of its group's points, e.g. points = 2")
         group = check.get("group")
         if "group" in check and group not in groups:
             problems.append(f"{where}: group = {group!r}: no such group{_spelling(str(group), groups)}; "
                             f"use one of {_names(groups)} or add [groups] {group} = {{ points = ..., title = ... }}")
-        elif isinstance(group, str) and _number(points):
+        elif isinstance(group, str) and is_number(points):
             totals[group] = totals.get(group, 0.0) + float(points)
         visibility = check.get("visibility", "visible")
         if visibility not in VISIBILITIES:
             problems.append(f"{where}: visibility = {visibility!r}: unknown visibility; use one of {_names(VISIBILITIES)}")
         listed = check.get("scenarios", ["baseline"])
-        if not _string_list(listed) or not listed:
+        if not is_string_list(listed) or not listed:
             problems.append(f"{where}: scenarios = {listed!r}: must be a non-empty list of scenario names")
         else:
             problems += [f"{where}: scenarios lists {s!r}: no [scenarios.{s}]{_spelling(s, scenarios)}; use one of "
                          f"{_names(scenarios)} or define [scenarios.{s}]" for s in listed
                          if s not in scenarios and s != "baseline"]      # a missing baseline is reported once
         needs = check.get("needs", [])
-        if not _string_list(needs):
+        if not is_string_list(needs):
             problems.append(f"{where}: needs = {needs!r}: must be a list of contract names (or [\"*\"] for all)")
         elif needs != ["*"]:
             problems += [f"{where}: needs {n!r}, which is not in [assignment] contract; add it to the contract "
@@ -323,10 +232,10 @@ def _check_problems(checks: list, groups: dict, scenarios: dict, contract: list[
     problems += [f"[[checks]] id = {check_id!r} is used by {count} checks: each check needs its own id; rename one"
                  for check_id, count in seen.items() if count > 1]
     for group, info in groups.items():
-        if not isinstance(info, dict) or not _number(info.get("points")) or info["points"] < 0:
+        if not isinstance(info, dict) or not is_number(info.get("points")) or info["points"] < 0:
             problems.append(f"[groups] {group}: points must be a number >= 0; write {group} = {{ points = 10, title = \"...\" }}")
             continue
-        problems += _unknown_keys(info, GROUP_KEYS, f"[groups] {group}")
+        problems += unknown_keys(info, GROUP_KEYS, f"[groups] {group}")
         total = totals.get(group, 0.0)
         if abs(total - float(info["points"])) > 1e-9:
             problems.append(f"[groups] {group}: points = {info['points']}, but its checks add up to {total:g}; "
@@ -339,17 +248,17 @@ MAY_BE_ZERO = {"cpu_wait_allowance_seconds"}   # 0 turns the allowance off
 
 def _limit_problems(limits: dict) -> list[str]:
     known = {f.name: f.type for f in fields(Limits)}
-    problems = _unknown_keys(limits, known, "[limits]")
+    problems = unknown_keys(limits, known, "[limits]")
     for name, value in limits.items():
         whole = known.get(name) in (int, "int")
         zero_ok = name in MAY_BE_ZERO
-        too_small = _number(value) and (value < 0 if zero_ok else value <= 0)
-        if name in known and (not _number(value) or too_small or (whole and not isinstance(value, int))):
+        too_small = is_number(value) and (value < 0 if zero_ok else value <= 0)
+        if name in known and (not is_number(value) or too_small or (whole and not isinstance(value, int))):
             kind = ("a whole number" if whole else "a number") + (" >= 0" if zero_ok else " > 0")
             problems.append(f"[limits] {name} = {value!r}: must be {kind}; write it without quotes, "
                             f"e.g. {name} = {getattr(Limits(), name)}")
     soft, wall = limits.get("soft_seconds", Limits.soft_seconds), limits.get("wall_seconds", Limits.wall_seconds)
-    if _number(soft) and _number(wall) and soft > wall:
+    if is_number(soft) and is_number(wall) and soft > wall:
         problems.append(f"[limits] soft_seconds = {soft} is above wall_seconds = {wall}: the soft limit must come "
                         "first; lower soft_seconds or raise wall_seconds")
     return problems
@@ -358,7 +267,7 @@ def _limit_problems(limits: dict) -> list[str]:
 def _small_table_problems(config: dict, contract: list[str]) -> list[str]:
     evidence, bindings = config.get("evidence", {}), config.get("bindings", {})
     report, lms = config.get("report", {}), config.get("lms", {})
-    problems = _unknown_keys(evidence, EVIDENCE_BOUNDS, "[evidence]")
+    problems = unknown_keys(evidence, EVIDENCE_BOUNDS, "[evidence]")
     problems += [f"[evidence] {key} = {value!r}: must be a whole number >= 0; write e.g. {key} = 64"
                  for key, value in evidence.items() if key in EVIDENCE_BOUNDS
                  and (not isinstance(value, int) or isinstance(value, bool) or value < 0)]
@@ -374,10 +283,10 @@ def _small_table_problems(config: dict, contract: list[str]) -> list[str]:
         if not isinstance(region, str) or not region:
             problems.append(f"[exercise_bindings] {name} = {region!r}: name the exercise region (the <name> of "
                             "`# BEGIN EXERCISE <name>` in the solution)")
-    problems += _unknown_keys(report, REPORT_KEYS, "[report]")
+    problems += unknown_keys(report, REPORT_KEYS, "[report]")
     if "figure" in report and report["figure"] not in contract:
         problems.append(f"[report] figure = {report['figure']!r}: not in [assignment] contract; name a contract name")
-    problems += _unknown_keys(lms, LMS_KEYS, "[lms]")
+    problems += unknown_keys(lms, LMS_KEYS, "[lms]")
     if not isinstance(lms.get("otter", {}), dict):
         problems.append("[lms] otter must be a table [lms.otter] of otter options")
     if not isinstance(lms.get("allow_weak_isolation", False), bool):

@@ -19,6 +19,7 @@ from __future__ import annotations
 import ast
 import bisect
 import builtins
+import functools
 import io
 import keyword
 import re
@@ -54,7 +55,20 @@ class Unit:
 
 def units_of(source: str, chunk: int = 0) -> list[Unit]:
     """The statement units of one file or notebook cell (code that parses is normalised first: `normalise.py`;
-    each token then carries the lines of the statement of `source` it came from)."""
+    each token then carries the lines of the statement of `source` it came from). Remembered for the process's
+    most recent sources: the batch prepares each file as its record arrives (`prepare_units`), beside the runs, so
+    the report after the last record only looks them up."""
+    return list(_units_of(source, chunk))
+
+
+def prepare_units(sources: list[str]) -> None:
+    """Prepare the units of a document's chunks now (its record just arrived), for the report to find later."""
+    for index, source in enumerate(sources):
+        _units_of(source, index)
+
+
+@functools.lru_cache(maxsize=4096)
+def _units_of(source: str, chunk: int) -> tuple[Unit, ...]:
     if len(source) > MAX_SOURCE:
         source = source[:source.rfind("\n", 0, MAX_SOURCE) + 1 or MAX_SOURCE]
     normalised = _normalised(source)
@@ -68,7 +82,7 @@ def units_of(source: str, chunk: int = 0) -> list[Unit]:
             buckets[index].append((word, start[0], end[0]))
         else:
             buckets[index].append((word, lines.get(start[0], (1, 1))[0], lines.get(end[0], (1, 1))[1]))
-    return [Unit(chunk, tuple(t for t, _, _ in bucket), tuple((a, b) for _, a, b in bucket)) for bucket in buckets if bucket]
+    return tuple(Unit(chunk, tuple(t for t, _, _ in bucket), tuple((a, b) for _, a, b in bucket)) for bucket in buckets if bucket)
 
 
 def statement_key(node: ast.AST) -> str:

@@ -151,3 +151,22 @@ def encode_value(value, max_bytes):
         return {"t": "too_large", "type": type_name(value), "limit": max_bytes}
     except BaseException as error:  # SoftTimeLimit included: the value is reported as unreadable
         return {"t": "other", "type": type_name(value), "repr": "(could not be read: %s)" % type(error).__name__}
+
+
+# Values that cannot change in place (exact types: no student class passes), and encodings that hold a whole value.
+IMMUTABLE_TYPES = frozenset({int, float, complex, bool, str, bytes, type(None)})
+EXACT_ENCODINGS = ("array", "int", "float", "bool", "str", "none")
+
+
+def array_types():
+    """Exact types of values that cannot change in place beyond the builtins: JAX's arrays and NumPy's scalars,
+    where they are installed."""
+    found = set()
+    try:
+        import numpy
+        found |= {numpy.float16, numpy.float32, numpy.float64, numpy.int32, numpy.int64, numpy.bool_}
+        import jax.numpy
+        found.add(type(jax.numpy.zeros(())))
+    except Exception:   # no JAX (an assignment without it), or a backend that cannot start: builtins only
+        pass
+    return frozenset(found)

@@ -40,8 +40,9 @@ import types
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))   # -I leaves the script's folder off sys.path
 import import_paths
 from channel import Channel
-from encoding import SoftTimeLimit, encode_value
+from encoding import EXACT_ENCODINGS, IMMUTABLE_TYPES, SoftTimeLimit, array_types, encode_value
 from recorder import OBSERVE_NAME, SEEN_NAME, Recorder, residual_api
+from replay import run_replay
 from startup import install_syscall_filter, use_compilation_cache
 from statements import (
     Observe,
@@ -54,9 +55,6 @@ from statements import (
 from timer import Timer
 from tracebacks import PROBES_FILE, SETUP_FILE, format_error
 
-IMMUTABLE_TYPES = frozenset({int, float, complex, bool, str, bytes, type(None)})
-EXACT_ENCODINGS = ("array", "int", "float", "bool", "str", "none")
-
 
 def capture_trusted():
     """The real JAX transformations, or None where JAX is not installed (an assignment without JAX)."""
@@ -66,20 +64,6 @@ def capture_trusted():
         return None
     return types.SimpleNamespace(**{name: getattr(jax, name) for name in ("grad", "jvp", "vjp", "jit", "hessian")},
                                  **residual_api())
-
-
-def array_types():
-    """Exact types of values that cannot change in place beyond the builtins: JAX's arrays and NumPy's scalars,
-    where they are installed."""
-    found = set()
-    try:
-        import numpy
-        found |= {numpy.float16, numpy.float32, numpy.float64, numpy.int32, numpy.int64, numpy.bool_}
-        import jax.numpy
-        found.add(type(jax.numpy.zeros(())))
-    except Exception:   # no JAX (an assignment without it), or a backend that cannot start: builtins only
-        pass
-    return frozenset(found)
 
 
 def notebook_display(*objects, **_):
@@ -367,66 +351,14 @@ class Harness:
                 self.run_probes(index, retry_failed=True)
                 if index == len(statements) - 1:   # sys.exit as the last statement: the file ran to its end
                     for replay in self.job.get("replays") or []:
-                        self.run_replay(replay, ran)
+                        run_replay(self, replay, ran)
                 code = exit_request if isinstance(exit_request, (int, type(None))) else str(exit_request)[:200]
                 return {"kind": "sys_exit", "code": code, "line": node.lineno, "cell": cell,
                         "last": index == len(statements) - 1}
         self.run_probes(index + 1, retry_failed=True)
         for replay in self.job.get("replays") or []:
-            self.run_replay(replay, ran)
+            run_replay(self, replay, ran)
         return {"kind": "completed"}
-
-    def run_replay(self, replay, ran):
-        """Run the file's end again with one name given another value, after everything else was sent: the
-        statements from the first after `replace`'s last binding that reads it (or binds a captured name) through
-        the last that binds a captured name, in the file's own namespace (its functions see the new value too), with
-        the replacement a probe computes from the run's own value. Nothing of the run is streamed again; only the
-        captured names' values come back. A branch the run's world never took (every analysis present, where the run
-        had one missing) is judged from the same run, without a second run of the file."""
-        name, replace, capture = replay["name"], replay["replace"], [n for n in replay["capture"] if n != replay["replace"]]
-        message = {"type": "replay", "name": name}
-        ok = [(node, filename, record) for node, filename, record in ran if record.get("status") == "ok"]
-        bound = [i for i, (_, _, r) in enumerate(ok) if replace in r["assigns"] or replace in r["mutates"]]
-        last = [i for i, (_, _, r) in enumerate(ok) if set(capture) & set(r["assigns"])]
-        if not bound or not last or last[-1] <= bound[-1]:
-            message["problem"] = "nothing bound %s after %s's last binding" % (", ".join(capture), replace)
-            self.channel.send(message)
-            return
-        first = next(i for i in range(bound[-1] + 1, last[-1] + 1)
-                     if replace in ok[i][2]["reads"] or set(capture) & set(ok[i][2]["assigns"]))
-        make = self.probe_module.get(replay["probe"])
-
-        def again():
-            self.namespace[replace] = make(self.namespace.get(replace))
-            for node, filename, _ in ok[first:last[-1] + 1]:
-                exec(self.compile_statement(node, filename), self.namespace)
-            return {n: encode_value(self.namespace[n], self.max_value_bytes) for n in [replace] + capture
-                    if n in self.namespace}
-
-        def call():
-            try:
-                return again(), None
-            except SoftTimeLimit:
-                raise
-            except BaseException as error:   # the file's statements raised with the new value: no replay to judge
-                return None, format_error(error, self.student_files)
-
-        expired = self.timer.expired   # the replay's own time is not the file's: its limit is not the run's
-        with self.recorder.paused():
-            self.timer.arm(replay.get("seconds") or self.timer.grace)
-            try:
-                outcome, error = call()
-            except SoftTimeLimit:
-                outcome, error = None, {"type": "SoftTimeLimit", "message": "the replay ran out of time"}
-            finally:
-                self.timer.disarm()
-                self.timer.expired = expired
-        if error is not None:
-            message["problem"] = "%s: %s" % (error.get("type"), str(error.get("message"))[:300])
-        else:
-            message["statements"] = [ok[first][2]["index"], ok[last[-1]][2]["index"]]
-            message["values"] = outcome
-        self.channel.send(message)
 
 
 def main():

@@ -1,0 +1,61 @@
+"""A replay INSIDE the sandbox: the end of the student's file run again, after everything else was sent, with one
+contract name given the value a probe makes of it (the harness calls `run_replay` once the file has ended).
+
+Statement nodes and their records come from the harness's run; nothing of the run is streamed again, only one
+`{"type": "replay", ...}` frame with the captured names' values, or why the replay could not run."""
+
+from encoding import SoftTimeLimit, encode_value
+from tracebacks import format_error
+
+
+def run_replay(harness, replay, ran):
+    """Run the file's end again with one name given another value, after everything else was sent: the
+    statements from the first after `replace`'s last binding that reads it (or binds a captured name) through
+    the last that binds a captured name, in the file's own namespace (its functions see the new value too), with
+    the replacement a probe computes from the run's own value. Nothing of the run is streamed again; only the
+    captured names' values come back. A branch the run's world never took (every analysis present, where the run
+    had one missing) is judged from the same run, without a second run of the file."""
+    name, replace, capture = replay["name"], replay["replace"], [n for n in replay["capture"] if n != replay["replace"]]
+    message = {"type": "replay", "name": name}
+    ok = [(node, filename, record) for node, filename, record in ran if record.get("status") == "ok"]
+    bound = [i for i, (_, _, r) in enumerate(ok) if replace in r["assigns"] or replace in r["mutates"]]
+    last = [i for i, (_, _, r) in enumerate(ok) if set(capture) & set(r["assigns"])]
+    if not bound or not last or last[-1] <= bound[-1]:
+        message["problem"] = "nothing bound %s after %s's last binding" % (", ".join(capture), replace)
+        harness.channel.send(message)
+        return
+    first = next(i for i in range(bound[-1] + 1, last[-1] + 1)
+                 if replace in ok[i][2]["reads"] or set(capture) & set(ok[i][2]["assigns"]))
+    make = harness.probe_module.get(replay["probe"])
+
+    def again():
+        harness.namespace[replace] = make(harness.namespace.get(replace))
+        for node, filename, _ in ok[first:last[-1] + 1]:
+            exec(harness.compile_statement(node, filename), harness.namespace)
+        return {n: encode_value(harness.namespace[n], harness.max_value_bytes) for n in [replace] + capture
+                if n in harness.namespace}
+
+    def call():
+        try:
+            return again(), None
+        except SoftTimeLimit:
+            raise
+        except BaseException as error:   # the file's statements raised with the new value: no replay to judge
+            return None, format_error(error, harness.student_files)
+
+    expired = harness.timer.expired   # the replay's own time is not the file's: its limit is not the run's
+    with harness.recorder.paused():
+        harness.timer.arm(replay.get("seconds") or harness.timer.grace)
+        try:
+            outcome, error = call()
+        except SoftTimeLimit:
+            outcome, error = None, {"type": "SoftTimeLimit", "message": "the replay ran out of time"}
+        finally:
+            harness.timer.disarm()
+            harness.timer.expired = expired
+    if error is not None:
+        message["problem"] = "%s: %s" % (error.get("type"), str(error.get("message"))[:300])
+    else:
+        message["statements"] = [ok[first][2]["index"], ok[last[-1]][2]["index"]]
+        message["values"] = outcome
+    harness.channel.send(message)
