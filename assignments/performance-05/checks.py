@@ -484,6 +484,8 @@ def finite_is_central_difference(run, oracle, settings):
         if not oracle.values_changed or (in_range and oracle.finite_separation(eps, settings, unit) >= settings.separation):
             stencil = _one_sided_stencil(run, oracle, settings, finite, eps)
             assert stencil is None, stencil
+            other = _other_step(run, oracle, settings, eps)
+            assert other is None, other
             return f"`finite` is the central difference of the objective's values at x ± {eps:g}·v."
         unconfirmed = name
         break
@@ -497,6 +499,47 @@ def finite_is_central_difference(run, oracle, settings):
             f"{settings.eps_min:g} and {settings.eps_max:g} (at a smaller step rounding swamps the difference). Use a "
             "step in that range (or compute in float64).")
     raise AssertionError(_finite_diagnosis(run, oracle, settings, finite, eps, honest))
+
+
+def _other_step(run, oracle, settings, eps):
+    """What to tell a run whose own points show a central difference at another step than the `eps` it reports (its
+    value agrees with the one at `eps` only within rounding), else None. Said only when the run's evidence is
+    complete and it made points along the direction both ways at some step, never at `eps`: a sweep of several
+    steps that includes `eps` is the reported step's difference."""
+    if run.evidence_gaps("finite") is not None:
+        return None
+    try:
+        direction = np.asarray(run.value_when("direction", "finite"), dtype=np.float64).reshape(settings.width)
+    except (Missing, ValueError, TypeError):
+        direction = np.ones(settings.width)
+    used, rounding = _both_way_steps(run, oracle, settings, direction)
+    scale = float(np.max(np.abs(direction))) or 1.0
+    if not used or any(abs(h - eps) <= 1e-2 * eps + 2 * rounding / scale for h in used):
+        return None
+    shown = ", ".join(f"{h:.3g}" for h in used[:4])
+    return (f"`eps` = {eps:g}, but your run made the points x ± h·v only for h = {shown}, never for h = {eps:g}: "
+            "`finite` is a central difference at another step than the one `eps` reports. Take the difference at the "
+            "step you report (use `eps` itself in the formula).")
+
+
+def _both_way_steps(run, oracle, settings, direction):
+    """The steps h > 0 for which the run made both x + h·v and x − h·v (among the vectors its expressions produced
+    and the arguments of its recorded evaluations, up to `finite`), and the rounding of such a point."""
+    points = (vectors(run.sightings(until="finite"), settings.width)
+              + argument_points(run.evaluations(until="finite"), settings.width))
+    rounding = 2 * SINGLE * float(np.max(np.abs(oracle.x)))
+    if not points or not float(direction @ direction):
+        return [], rounding
+    offsets = np.stack(points) - oracle.x
+    with np.errstate(all="ignore"):
+        s = offsets @ direction / float(direction @ direction)
+        off_line = np.max(np.abs(offsets - s[:, None] * direction[None, :]), axis=1)
+    along = s[np.isfinite(s) & (off_line <= rounding + 1e-3 * np.abs(s) * float(np.max(np.abs(direction))))
+              & (np.abs(s) <= 10 * settings.eps_max) & (np.abs(s) > 0)]
+    plus, minus = np.sort(along[along > 0]), np.sort(-along[along < 0])
+    used = sorted({float(h) for h in plus
+                   if minus.size and np.min(np.abs(minus - h)) <= 1e-2 * h + 2 * rounding})
+    return used, rounding
 
 
 STENCIL_NOISE = 4   # a one-sided second-order stencil weighs its evaluations 3, 4 and 1 (a central one 1 and 1)
