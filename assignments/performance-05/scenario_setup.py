@@ -359,14 +359,27 @@ def nudge_objective_values(center, path, lift, scale, span, across, **_):
         axes = [d for d, n in enumerate(shape) if n == width]
         if not changed_dtype(aval) or not axes:
             return out
-        axis = len(shape) - 1 if shape[-1] == width else axes[0]
+        axis = axes[-1]   # vmap's batch axes come first (front_batcher): the vector is the last axis of its length
         extra = lower_fun(functools.partial(change, axis=axis), multiple_results=False)(ctx, x)
         return [hlo.add(out[0], extra[0] if isinstance(extra, (list, tuple)) else extra)]
 
+    def front_batcher(primitive):
+        """vmap of tanh with its batch axis moved first: a batch of 16 vectors of 16 entries, however vmap laid it
+        out, reaches the lowering as (batch, ..., vector), so each evaluation is changed as one vector."""
+        def batch(args, dims, **params):
+            operand, dim = args[0], dims[0]
+            if dim is None:
+                return primitive.bind(operand, **params), dim
+            if dim != 0:
+                operand = lax.transpose(operand, (dim,) + tuple(d for d in range(operand.ndim) if d != dim))
+            return primitive.bind(operand, **params), 0
+        return _jax_internals().guarded(batch)
+
     lowering = _jax_internals().guarded(lowering)   # its faults are the grader's (see jax_internals.guarded)
-    register_lowering(tanh_p, lowering)
-    for twin in _ORIGINALS.get("tanh_twins", []):   # the tanh a rematerialized function's derivative evaluates
-        register_lowering(twin, lowering)
+    batchers = find("primitive_batchers")
+    for primitive in [tanh_p, *_ORIGINALS.get("tanh_twins", [])]:   # twins: the tanh a remat's derivative evaluates
+        register_lowering(primitive, lowering)
+        batchers[primitive] = front_batcher(primitive)
 
 
 def _jax_internals():
