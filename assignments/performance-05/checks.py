@@ -23,7 +23,7 @@ import re
 import numpy as np
 
 from grader.api import Missing
-from grader.api.methods import argument_points, vectors
+from grader.api.methods import argument_points, batch_rows, vectors
 from grader.api.values import (
     as_number,
     as_vector,
@@ -508,10 +508,10 @@ def _other_step(run, oracle, settings, eps):
     steps that includes `eps` is the reported step's difference."""
     if run.evidence_gaps("finite") is not None:
         return None
-    try:
-        direction = np.asarray(run.value_when("direction", "finite"), dtype=np.float64).reshape(settings.width)
-    except (Missing, ValueError, TypeError):
-        direction = np.ones(settings.width)
+    direction = np.ones(settings.width)   # the exercise's v, as the value check's central differences take it
+    aside = _off_direction(run, oracle, settings, eps, direction)
+    if aside is not None:
+        return aside
     used, rounding = _both_way_steps(run, oracle, settings, direction)
     scale = float(np.max(np.abs(direction))) or 1.0
     if not used or any(abs(h - eps) <= 1e-2 * eps + 2 * rounding / scale for h in used):
@@ -522,11 +522,52 @@ def _other_step(run, oracle, settings, eps):
             "step you report (use `eps` itself in the formula).")
 
 
+def _points_made(run, settings):
+    """The points of `width` entries the run made up to `finite`: vectors its expressions produced, the rows (or
+    columns) of the small batches they produced, and the arguments of its recorded evaluations (each row of a batch)."""
+    sightings = run.sightings(until="finite")
+    return (vectors(sightings, settings.width) + batch_rows(sightings, settings.width)
+            + argument_points(run.evaluations(until="finite"), settings.width))
+
+
+def _off_direction(run, oracle, settings, eps, direction):
+    """What to tell a run whose points near x come in opposite pairs x ± d that never lie along the direction (a
+    difference taken along other directions, such as each coordinate axis, and summed), else None. Said only when
+    the run's evidence is complete and it made such pairs; a run whose points were never concrete arrays (the
+    difference inside one jitted function) is judged by its value alone."""
+    points = _points_made(run, settings)
+    if not points or run.evidence_gaps("finite") is not None:
+        return None
+    offsets = np.stack(points) - oracle.x
+    rounding = 2 * SINGLE * float(np.max(np.abs(oracle.x)))
+    with np.errstate(all="ignore"):
+        size = np.max(np.abs(offsets), axis=1)
+        near = offsets[np.isfinite(size) & (size > 2 * rounding) & (size <= 10 * settings.eps_max)][:512]
+        if not len(near):
+            return None
+        s = near @ direction / float(direction @ direction)
+        along = np.max(np.abs(near - s[:, None] * direction[None, :]), axis=1) <= rounding + 1e-3 * np.abs(s)
+        opposite = np.max(np.abs(near[:, None, :] + near[None, :, :]), axis=2) <= 2 * rounding + 1e-3 * _max_norms(near)
+    pairs = np.argwhere(np.triu(opposite, 1))
+    if not len(pairs) or along[pairs[:, 0]].any():
+        return None
+    axes = sorted({int(np.argmax(np.abs(near[i]))) for i, _ in pairs
+                   if np.sum(np.abs(near[i]) > 2 * rounding) == 1})
+    where = (f"along coordinate axes ({len(axes)} of them)" if axes else "along other directions")
+    return (f"`finite` should be the central difference along v: your run made {len(pairs)} pair(s) of points "
+            f"x ± d {where}, and none along v = (1,…,1). A sum of differences along other directions is not "
+            "the directional difference quotient the exercise asks for: evaluate the objective at x + ε·v and x − ε·v.")
+
+
+def _max_norms(offsets):
+    """Each offset's max-norm, as a column to compare pairs with."""
+    return np.max(np.abs(offsets), axis=1)[:, None]
+
+
 def _both_way_steps(run, oracle, settings, direction):
     """The steps h > 0 for which the run made both x + h·v and x − h·v (among the vectors its expressions produced
     and the arguments of its recorded evaluations, up to `finite`), and the rounding of such a point."""
-    points = (vectors(run.sightings(until="finite"), settings.width)
-              + argument_points(run.evaluations(until="finite"), settings.width))
+    points = _points_made(run, settings)
     rounding = 2 * SINGLE * float(np.max(np.abs(oracle.x)))
     if not points or not float(direction @ direction):
         return [], rounding
@@ -574,8 +615,7 @@ def _step_multiples(run, oracle, settings, eps):
     """The whole multiples k (|k| <= 3) of eps for which the run made the point x + k eps v, v = (1,...,1): among the
     vectors its expressions produced and the arguments of its recorded evaluations (a row of a batch too)."""
     x = oracle.x
-    points = (vectors(run.sightings(until="finite"), settings.width)
-              + argument_points(run.evaluations(until="finite"), settings.width))
+    points = _points_made(run, settings)
     if not points:
         return set()
     offsets = np.stack(points) - x           # one array pass: a batch of many rows costs no Python loop per row
@@ -692,10 +732,48 @@ def _matching(value, hessian, directions, share, oracle, settings):
 
 def _explained_by(run, oracle, settings, name, checkpointed):
     """The direction along which `name` is what second-order autodiff of the (rematerialized or ordinary)
-    objective returned in this run, or None."""
+    objective returned in this run, or None: a vector the file made, else the tangent both HVPs reveal together."""
     value = _hvp(run, settings, name)
-    return _matching(value, oracle.hessian(checkpointed), _candidate_directions(run, settings, name), settings.hvp_tolerance,
-                     oracle, settings)
+    found = _matching(value, oracle.hessian(checkpointed), _candidate_directions(run, settings, name),
+                      settings.hvp_tolerance, oracle, settings)
+    if found is not None:
+        return found
+    revealed = _revealed_jointly(run, oracle, settings)
+    return None if revealed is None or revealed is UNSEPARATED else revealed
+
+
+def _revealed_jointly(run, oracle, settings):
+    """The tangent v that `hvp_plain` reveals (the ordinary objective's Hessian in this run solved for it) when
+    `hvp_remat` is the rematerialized objective's Hessian in this run times the same v, or None.
+
+    A tangent made where no array is kept (inside jit, by indexing) is found from the computation itself: only
+    second-order autodiff of both objectives in this run, along one tangent, gives a pair that agrees so. Where the
+    run changes the rules, the pair is credited only when along v the rematerialized Hessian differs from the
+    ordinary one, and the ordinary one from the unchanged Hessian, by `separation` allowances: a copy of one HVP,
+    or HVPs of the unchanged objective (NumPy, a written-down Hessian), then cannot agree by chance."""
+    try:
+        plain, remat = _hvp(run, settings, "hvp_plain"), _hvp(run, settings, "hvp_remat")
+    except (AssertionError, Missing):
+        return None
+    ordinary, rematerialized, unchanged = oracle.hessian(False), oracle.hessian(True), oracle.true_hessian
+    with np.errstate(all="ignore"):
+        tangent = np.linalg.lstsq(ordinary, plain, rcond=None)[0]
+    if not np.all(np.isfinite(tangent)) or not tangent.any():
+        return None
+    allowance = max(float(oracle.hvp_allowances(h, tangent, settings.hvp_tolerance, settings)[0])
+                    for h in (ordinary, rematerialized))
+    if (np.max(np.abs(ordinary @ tangent - plain)) > allowance
+            or np.max(np.abs(rematerialized @ tangent - remat)) > allowance):
+        return None
+    changed = not np.array_equal(ordinary, unchanged)
+    apart = settings.separation * allowance
+    if changed and (np.max(np.abs((rematerialized - ordinary) @ tangent)) < apart
+                    or np.max(np.abs((ordinary - unchanged) @ tangent)) < apart):
+        return UNSEPARATED
+    return tangent
+
+
+UNSEPARATED = np.zeros(0)   # both HVPs agree along one recovered tangent, where this world cannot tell the methods apart
 
 
 def _hvp_diagnosis(run, oracle, settings, name, checkpointed):
@@ -723,6 +801,13 @@ def _hvp_diagnosis(run, oracle, settings, name, checkpointed):
         return (f"`{name}` is close to the Hessian-vector product of {objective} but not equal to what second-order "
                 "autodiff returns in this run, as an approximation (a finite difference of gradients, for example) "
                 "would be. Compute it by differentiating the gradient exactly.")
+    if _revealed_jointly(run, oracle, settings) is UNSEPARATED:
+        return (f"`{name}` does not match second-order autodiff of {objective} along any vector of length "
+                f"{settings.width} your file kept as an array before it. If you made the tangent where no array is "
+                "kept (inside a jitted function, for example), this run cannot confirm the method along it: its "
+                "changes are too small there to tell second-order autodiff from a copy or an approximation. Make the "
+                "tangent an array of its own before computing the HVPs (for example `direction = ...` outside the "
+                "jitted function).")
     return (f"`{name}` does not match second-order autodiff of {objective} along any direction your code made "
             "(the grader compares it with the Hessian-vector product along every vector of length "
             f"{settings.width} your file created before it). Check the function you differentiate, the point (`x`) "

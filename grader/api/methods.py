@@ -173,6 +173,26 @@ def vectors(sightings: Iterable[Sighting], width: int, limit: int = 4000) -> lis
     return found
 
 
+def batch_rows(sightings: Iterable[Sighting], width: int, max_rows: int = 64, limit: int = 4000) -> list[np.ndarray]:
+    """The vectors of `width` entries inside the small batches the run's expressions produced: each row of a real
+    (k, width) array and each column of a (width, k) one, 2 <= k <= `max_rows` (a square batch read both ways: which
+    axis holds the points is the run's choice), at most `limit` in all (float64 copies)."""
+    found: list[np.ndarray] = []
+    for sighting in sightings:
+        array = sighting.array
+        if len(found) >= limit:
+            break
+        if array.dtype.kind not in "fiu" or array.ndim != 2 or array.size == width:
+            continue
+        rows, columns = array.shape
+        batch = np.asarray(array, dtype=np.float64)
+        if columns == width and 2 <= rows <= max_rows:
+            found += [row for row in batch if np.isfinite(row).all()]
+        if rows == width and 2 <= columns <= max_rows:
+            found += [column for column in batch.T if np.isfinite(column).all()]
+    return found[:limit]
+
+
 def relative_error(actual: np.ndarray, expected: np.ndarray) -> float:
     """max|actual - expected| / max|expected| (inf when expected is all zeros and actual is not)."""
     scale = float(np.max(np.abs(expected))) if expected.size else 0.0

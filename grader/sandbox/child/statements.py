@@ -58,7 +58,8 @@ def mutated_names(node, namespace):
 
 class Observe(ast.NodeTransformer):
     """Decorate every student `def` and `lambda` with the recorder's `observe` (when it records evaluations), and
-    hand every call and arithmetic result to its `seen` (which returns it unchanged); line numbers are kept."""
+    hand every call, arithmetic and indexing result to its `seen` (which returns it unchanged); line numbers are
+    kept."""
 
     def __init__(self, decorate=True):
         super().__init__()
@@ -90,6 +91,12 @@ class Observe(ast.NodeTransformer):
     def visit_BinOp(self, node):
         self.generic_visit(node)
         return self._seen(node)
+
+    def visit_Subscript(self, node):
+        """An indexed value read (`eye[3]`, `basis[:, i]`) is seen like a call's result: a tangent taken by indexing
+        is a vector the file made. A subscript being assigned or deleted is left as it is."""
+        self.generic_visit(node)
+        return self._seen(node) if isinstance(node.ctx, ast.Load) else node
 
     @staticmethod
     def _seen(node):
