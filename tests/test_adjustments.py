@@ -213,6 +213,20 @@ def test_a_check_that_is_gone_or_a_score_out_of_range_waits(adjusted, project, t
     assert {c["id"]: c["score"] for c in record(out, "wrong_value")["checks"]}["area.value"] == 1
 
 
+def test_a_hand_written_adjustment_waits_and_says_the_true_reason(adjusted, project, tmp_path):
+    """Issue 57: an adjustment written into adjustments.toml by hand names no version of the file (no sha256); it
+    waits for the instructor's confirmation, and the reason says so (the file did not change)."""
+    out, _ = adjusted
+    copy, out = copy_of(project, out, tmp_path)
+    (out / "adjustments.toml").write_text((out / "adjustments.toml").read_text() + (
+        '\n[[adjustment]]\nstudent = "correct"\ncheck = "area.value"\nkind = "add"\npoints = -1\n'
+        'reason = "typed by hand"\n'))
+    assert grade(copy, out) == 0
+    why = [p["why"] for p in record(out, "correct").get("pending_adjustments", []) if p["check"] == "area.value"]
+    assert why and why[0].startswith("it names no version of the submission's file"), why
+    assert "changed" not in why[0]
+
+
 def test_a_malformed_file_stops_the_command_and_changes_nothing(adjusted, project, tmp_path, capsys):
     out, _ = adjusted
     copy, out = copy_of(project, out, tmp_path)

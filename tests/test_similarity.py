@@ -30,6 +30,7 @@ from grader.cli.main import main
 from grader.config.similarity import similarity_problems
 from grader.grading.engine import CheckResult
 from grader.grading.grade import assemble
+from grader.grading.record_limits import RECORD_BYTES
 from grader.intake.discovery import decode_source, discover
 from grader.intake.notebook import joined_source, notebook_cells
 from grader.model.record import Record
@@ -524,3 +525,57 @@ def test_the_summary_line_counts_the_class_and_earlier_terms_apart():
     from grader.cli.similar import compared
     assert compared(5, 4) == "5 submissions of this class compared with 4 from earlier terms"
     assert compared(1, 0) == "1 submission of this class compared"
+
+
+def test_padding_a_copy_with_a_long_comment_or_blank_lines_does_not_hide_it(assignment):
+    """Issue 56: two copies of one student's code, each behind a 100,000-character comment header (or 200,000 blank
+    lines), are flagged as the same pair without the padding is, with the same score: comments and blank lines are
+    neither read as code nor counted against the characters of code read."""
+    settings = settings_for(assignment)
+    header = "# " + "padding " * 12_500 + "\n"
+    documents = [_code_doc("plain_a", SHARED_CODE), _code_doc("plain_b", SHARED_CODE.replace("total", "acc")),
+                 _code_doc("header_a", header + SHARED_CODE), _code_doc("header_b", header + SHARED_CODE.replace("total", "acc")),
+                 _code_doc("blank_a", "\n" * 200_000 + SHARED_CODE), _code_doc("blank_b", "\n" * 200_000 + SHARED_CODE.replace("total", "acc"))]
+    documents += [_code_doc(f"honest{i}", _own_code(str(i))) for i in range(6)]
+    report = build_report(documents, [], Boilerplate([], settings.kgram), settings, EXERCISE, "", settings.threshold)
+    scores = {_key(p): (p.flagged, round(p.score, 6)) for p in report.pairs}
+    plain = scores[frozenset(("plain_a", "plain_b"))]
+    assert plain[0], scores
+    assert scores[frozenset(("header_a", "header_b"))] == plain
+    assert scores[frozenset(("blank_a", "blank_b"))] == plain
+
+
+def test_a_sidecar_stays_under_the_records_size_guard(tmp_path):
+    """Issue 56: a run may bind an exercise name to megabytes; the sidecar keeps the values that fit the record's
+    guard and leaves the rest out (never compared), so what the similarity stage reads per student is bounded."""
+    folder = tmp_path / "submissions"
+    folder.mkdir()
+    (folder / "big.py").write_text("x = 1\n")
+    submission = discover(folder, "performance-05.py", 1 << 20)[0]
+    huge = {"finite": 0.125, "hvp_plain": [float(i) for i in range(2_000_000)], "eps": 0.001,
+            **{f"extra{i}": [float(i)] * 8000 for i in range(40)}}
+    write_sidecar(tmp_path / "out", submission, huge)
+    stored = json.loads(next((tmp_path / "out" / "similarity").glob("*.json")).read_text())
+    assert stored["values"]["finite"] == 0.125 and stored["values"]["eps"] == 0.001
+    assert "hvp_plain" not in stored["values"]
+    assert len(json.dumps(stored["values"])) <= RECORD_BYTES
+
+
+def test_a_megabyte_notebook_costs_the_report_seconds_not_minutes(assignment):
+    """Issue 56: a notebook of many cells (1 MiB of distinct code) is read up to the per-document token cap, and its
+    preparation is one pass per document, not one per fingerprint. Before, one 640 KB document took 34 CPU-s (and a
+    1 MiB one about 45 minutes); the bound here is generous for a slow machine."""
+    def cell(i):
+        return "".join(f"value_{i}_{n} = helper_{i}(x.alpha{i}_{n}(x, {n}), beta_{i} * {n}) + gamma_{i}[{n}] ** 2\n"
+                       for n in range(40))
+    chunks, total = [], 0
+    while total < 1 << 20:
+        chunks.append(Chunk(len(chunks), cell(len(chunks))))
+        total += len(chunks[-1].source)
+    documents = [Document("big", "big.ipynb", chunks)]
+    documents += [Document(f"s{k}", f"s{k}.py", [Chunk(None, cell(10**6 + k))]) for k in range(5)]
+    settings = settings_for(assignment)
+    started = time.process_time()
+    report = build_report(documents, [], Boilerplate([], settings.kgram), settings, EXERCISE, "", settings.threshold)
+    assert time.process_time() - started < 6.0
+    assert report.documents == len(documents) and not [p for p in report.pairs if p.flagged]

@@ -167,6 +167,9 @@ def grade_folder(assignment: Assignment, folder: Path, out: Path, workers: int |
             note = f"{rejection}; grading in the world of variant seed {seed} instead."
             result.notes.append(note)
             progress.note(note)
+    # The gradebook first: grades.csv and the LMS files (OUT/gradescope/<id>.json, OUT/final_grades.csv for otter,
+    # OUT/canvas.csv with a roster) as soon as the last record is in, never held back by the similarity report
+    result.warnings = files.gradebook(result.records, Roster.load(roster) if roster else None)
     # The instructor's similarity report (OUT/similarity/ holds each submission's code and values for it)
     ensure_sidecars(out, submissions)
     options = similarity or SimilarityOptions()
@@ -174,11 +177,10 @@ def grade_folder(assignment: Assignment, folder: Path, out: Path, workers: int |
     if options.enabled if options.enabled is not None else settings_for(assignment).enabled:
         report = safe_similarity(out, assignment, options)
         files.attempt("similarity.csv", lambda: write_similarity_csv(out, report))
-    # LMS files: OUT/gradescope/<id>.json, OUT/final_grades.csv (otter), OUT/canvas.csv (roster: a Canvas export);
-    # HTML: OUT/report.html for the instructor (the students' pages are written above, as their records came)
-    result.warnings = files.finish(result.records, Roster.load(roster) if roster else None,
-                                   {"variant_seed": seed, "seconds": time.monotonic() - started,
-                                    "environment": environment()}, report)
+    # HTML: OUT/report.html for the instructor, with the similarity report (the students' pages were written above,
+    # as their records came)
+    files.report(result.records, {"variant_seed": seed, "seconds": time.monotonic() - started,
+                                  "environment": environment()}, report)
     result.problems = files.problems
     result.adjustments = summarize(result.records, adjustments)
     result.seconds = time.monotonic() - started

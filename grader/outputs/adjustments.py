@@ -95,8 +95,12 @@ def apply(record: Record, adjustments: list[Adjustment]) -> Record:
 
 
 def _changed(a: Adjustment, record: Record) -> str:
+    """Why an adjustment does not hold for the record's file as it stands, in words true of it ("" when it does)."""
     if a.sha256 and a.sha256 == record.get("sha256"):
         return ""
+    if not a.sha256:   # written by hand into adjustments.toml: it names no version of the file
+        return ("it names no version of the submission's file (no `sha256`, as when written by hand): read the file, "
+                "then confirm it (`grader adjust ... --confirm`) or remove it")
     return ("the submission's file changed since the adjustment was made: read the new file, then confirm it "
             "(`grader adjust ... --confirm`) or remove it")
 

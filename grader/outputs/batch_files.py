@@ -87,11 +87,23 @@ class BatchFiles:
 
     def finish(self, records: list[Record], roster: Roster | None, run_info: dict[str, Any],
                similarity: SimilarityReport | None = None, started: float | None = None) -> list[str]:
-        """grades.csv, the LMS files and report.html (with the instructor's `similarity` report, if any); returns
+        """The gradebook and report.html (with the instructor's `similarity` report, if any); returns the Canvas
+        warnings."""
+        warnings = self.gradebook(records, roster)
+        self.report(records, run_info, similarity, started)
+        return warnings
+
+    def gradebook(self, records: list[Record], roster: Roster | None) -> list[str]:
+        """grades.csv and the LMS files, from the records alone (nothing the similarity report computes); returns
         the Canvas warnings."""
         self.attempt("grades.csv", lambda: write_if_changed(self.out / "grades.csv",
                                                              grades_csv(records, list(self.assignment.groups))))
         warnings = self.attempt("the LMS files", lambda: write_lms_outputs(self.out, records, self.assignment, roster))
+        return warnings or []
+
+    def report(self, records: list[Record], run_info: dict[str, Any], similarity: SimilarityReport | None = None,
+               started: float | None = None) -> None:
+        """report.html, drawn again only when what it shows changed."""
         # The class report (and its charts) is drawn again only when a record changed: a re-run that graded nothing
         # keeps the page the run that graded them wrote. The page ends with a digest of what it was drawn from.
         inputs = self.attempt("report.html's digest", lambda: _report_inputs(records, self.assignment, similarity))
@@ -106,7 +118,6 @@ class BatchFiles:
             self.attempt("report.html", lambda: write_class_report(
                 self.out, records, self.assignment, run_info, similarity,
                 started if started is not None else time.monotonic(), trailer))
-        return warnings or []
 
     def _page(self, record: Record) -> None:
         if self._pages is None:

@@ -22,7 +22,7 @@ import numpy as np
 from grader.config.similarity import SimilaritySettings
 from grader.similarity.fingerprints import Fingerprints, all_hashes, fingerprints, kgram_hashes, token_id
 from grader.similarity.store import Chunk, Document
-from grader.similarity.tokens import Unit, units_of
+from grader.similarity.tokens import MAX_TOKENS, Unit, units_of
 
 MAX_REGIONS = 8
 BANDS, ROWS = 8, 4           # MinHash bands of near-identical own code (see `_bands`)
@@ -64,7 +64,18 @@ class CodeMatch:
 
 
 def all_units(chunks: list[Chunk]) -> list[Unit]:
-    return [unit for index, chunk in enumerate(chunks) for unit in units_of(chunk.source, index)]
+    """The statement units of a document's chunks in order, up to MAX_TOKENS tokens for the whole document (a cap per
+    document as well as per cell: a notebook of many cells costs no more than one long file); no chunk past the cap
+    is tokenised at all."""
+    units: list[Unit] = []
+    tokens = 0
+    for index, chunk in enumerate(chunks):
+        if tokens >= MAX_TOKENS:
+            break
+        for unit in units_of(chunk.source, index):
+            units.append(unit)
+            tokens += len(unit.tokens)
+    return units
 
 
 class Boilerplate:
@@ -106,9 +117,10 @@ def prepare(documents: list[Document], boilerplate: Boilerplate, settings: Simil
         offsets = np.cumsum([0] + [len(u.tokens) for u in units]).astype(np.int64)
         doc = CodeDoc(units, prints, {}, offsets, ~boilerplate.given(units))
         own: dict[int, list[int]] = defaultdict(list)
-        for position in prints.kept.tolist():
+        kept = prints.kept
+        for position, mine in zip(kept.tolist(), _covers_own(doc, kept).tolist()):
             value = int(prints.hashes[position])
-            if value not in boilerplate.hashes and _covered(doc, [position]):
+            if mine and value not in boilerplate.hashes:
                 own[value].append(position)
         doc.own = dict(own)
         doc.own_tokens = _covered(doc, [p for positions in doc.own.values() for p in positions])
@@ -228,6 +240,18 @@ def _text(source: str, lines: tuple[int, int]) -> str:
     if len(chosen) > MAX_REGION_LINES:
         chosen = chosen[:MAX_REGION_LINES] + [f"... ({len(chosen) - MAX_REGION_LINES} more lines)"]
     return "\n".join(line[:300] for line in chosen)
+
+
+def _covers_own(doc: CodeDoc, positions: np.ndarray) -> np.ndarray:
+    """For each k-gram at these positions: does it cover a token of the student's own? One prefix sum for all of
+    them (linear in the document, whatever the number of fingerprints)."""
+    positions = np.asarray(positions, dtype=np.int64)
+    if not positions.size:
+        return np.zeros(0, dtype=bool)
+    firsts = doc.offsets[doc.prints.unit[positions]] + doc.prints.start[positions]
+    lasts = firsts + doc.prints.length[positions]
+    mine = np.concatenate([[0], np.cumsum(doc.mine, dtype=np.int64)])
+    return (mine[lasts] - mine[firsts]) > 0
 
 
 def _covered(doc: CodeDoc, positions: list[int]) -> int:

@@ -16,12 +16,14 @@ from typing import Any
 
 from grader.common.files import atomic_write
 from grader.common.text import clean_data
+from grader.grading.record_limits import RECORD_BYTES
 from grader.intake.discovery import Submission, discover, safe_filename
 from grader.intake.notebook import NotebookError, notebook_cells
 from grader.model.record import Record, record_from_json
 
 FOLDER = "similarity"
 FORMAT = 1
+VALUE_BYTES = 64 * 1024    # one exercise value as JSON (the lesson's are a few hundred bytes)
 
 
 @dataclass(frozen=True)
@@ -57,6 +59,21 @@ def sidecar_path(out: Path, submission_id: str) -> Path:
     return Path(out) / FOLDER / f"{safe_filename(submission_id)}.json"
 
 
+def bounded_values(values: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The exercise values a sidecar keeps: each under VALUE_BYTES as JSON and all together under RECORD_BYTES (the
+    record's guard), in order; a larger value (a run can bind a name to megabytes) is left out, never compared."""
+    if not values:
+        return values
+    kept: dict[str, Any] = {}
+    total = 0
+    for name, value in values.items():
+        size = len(json.dumps(clean_data(value), allow_nan=False, default=str))
+        if size <= VALUE_BYTES and total + size <= RECORD_BYTES:
+            kept[name] = value
+            total += size
+    return kept
+
+
 def chunks_of(submission: Submission) -> list[Chunk]:
     if submission.cells is not None:
         return [Chunk(cell.number, cell.source) for cell in submission.cells]
@@ -64,9 +81,11 @@ def chunks_of(submission: Submission) -> list[Chunk]:
 
 
 def write_sidecar(out: Path, submission: Submission, values: dict[str, Any] | None) -> None:
-    """Keep a submission's code (and, when it ran, its exercise values) for the similarity report."""
+    """Keep a submission's code (and, when it ran, its exercise values) for the similarity report. The values are
+    under the record's size guard (`bounded_values`); the code is the submission's own, under its size limit."""
     data = {"format": FORMAT, "submission": submission.id, "file": submission.relative, "sha256": submission.sha256,
-            "chunks": [{"cell": c.cell, "source": c.source} for c in chunks_of(submission)], "values": values}
+            "chunks": [{"cell": c.cell, "source": c.source} for c in chunks_of(submission)],
+            "values": bounded_values(values)}
     atomic_write(sidecar_path(out, submission.id), json.dumps(clean_data(data), allow_nan=False, default=str) + "\n")
 
 

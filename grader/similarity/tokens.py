@@ -29,8 +29,9 @@ from dataclasses import dataclass
 from grader.similarity.normalise import normalise
 
 MAX_TOKENS = 40000          # per document: a huge file is compared by its first 40k tokens (linear cost)
-MAX_SOURCE = 100_000        # characters of a file or cell read at all (the largest honest file is about 18,000):
-                            # the rest of a megabyte file would cost seconds of tokenising to be cut anyway
+MAX_SOURCE = 100_000        # characters of code of a file or cell read at all (the largest honest file is about
+                            # 18,000; comments and blank lines do not count): the rest of a megabyte file would cost
+                            # seconds of tokenising to be cut anyway
 MAX_NORMALISED = 100_000    # characters: longer code (no real submission) is tokenised as it is, not normalised
 KEPT_NAMES = frozenset(keyword.kwlist) | frozenset(keyword.softkwlist) | frozenset(dir(builtins))
 DROPPED = {tokenize.COMMENT, tokenize.NL, tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT, tokenize.ENCODING,
@@ -56,22 +57,15 @@ class Unit:
 def units_of(source: str, chunk: int = 0) -> list[Unit]:
     """The statement units of one file or notebook cell (code that parses is normalised first: `normalise.py`;
     each token then carries the lines of the statement of `source` it came from). Remembered for the process's
-    most recent sources: the batch prepares each file as its record arrives (`prepare_units`), beside the runs, so
-    the report after the last record only looks them up."""
+    most recent sources: the batch prepares each file as its record arrives (`similarity.report.run_keeper`),
+    beside the runs, so the report after the last record only looks them up."""
     return list(_units_of(source, chunk))
-
-
-def prepare_units(sources: list[str]) -> None:
-    """Prepare the units of a document's chunks now (its record just arrived), for the report to find later."""
-    for index, source in enumerate(sources):
-        _units_of(source, index)
 
 
 @functools.lru_cache(maxsize=4096)
 def _units_of(source: str, chunk: int) -> tuple[Unit, ...]:
-    if len(source) > MAX_SOURCE:
-        source = source[:source.rfind("\n", 0, MAX_SOURCE) + 1 or MAX_SOURCE]
-    normalised = _normalised(source)
+    source, code = _read_window(source)
+    normalised = _normalised(source) if code <= MAX_NORMALISED else None
     text, lines, parsed = normalised if normalised is not None else (source, None, None)
     tokens = _tokens(text)
     starts = _unit_starts(text, parsed)
@@ -83,6 +77,24 @@ def _units_of(source: str, chunk: int) -> tuple[Unit, ...]:
         else:
             buckets[index].append((word, lines.get(start[0], (1, 1))[0], lines.get(end[0], (1, 1))[1]))
     return tuple(Unit(chunk, tuple(t for t, _, _ in bucket), tuple((a, b) for _, a, b in bucket)) for bucket in buckets if bucket)
+
+
+def _read_window(source: str) -> tuple[str, int]:
+    """What of `source` is read, and how many characters of code it holds: comment-only and blank lines emptied
+    (their line breaks kept, so every line keeps its number) and not counted, the rest cut after MAX_SOURCE
+    characters of code. A file padded with a long comment header or blank lines is read as the same code as without
+    the padding (same tokens, same fingerprints), and the padding costs one linear pass."""
+    kept, code = [], 0
+    for line in source.splitlines(keepends=True):
+        stripped = line.strip()
+        if not stripped or stripped.startswith("#"):
+            kept.append("\n" if line[-1:] in "\n\r" and line else "")
+            continue
+        if code + len(stripped) > MAX_SOURCE:
+            break
+        code += len(stripped)
+        kept.append(line)
+    return "".join(kept), code
 
 
 def statement_key(node: ast.AST) -> str:
@@ -104,7 +116,7 @@ def statement_key(node: ast.AST) -> str:
 def _normalised(source: str) -> tuple[str, dict[int, tuple[int, int]], ast.Module] | None:
     """The normalised text of code that parses, and for each of its lines the (first, last) line in `source` of the
     statement it belongs to; None for code that does not parse (it is tokenised as it is)."""
-    tree = _parse(source) if len(source) <= MAX_NORMALISED else None
+    tree = _parse(source)
     if tree is None:
         return None
     try:
