@@ -3,7 +3,9 @@ engine holds a check to when it raises something other than an assertion (see gr
 
 A run is made only when first asked for, then kept for the life of the process, one per (assignment, scenario,
 seed): a batch pays for at most one run per scenario, and only if some check raises at all. Where the assignment's
-solution is not at hand (the student bundle ships none) or its run did not complete, there is no yardstick.
+solution is not at hand (the student bundle ships none) or its run did not complete, there is no yardstick; a run
+that did not complete (a loaded moment, the sandbox's trouble) is not kept but tried again when next asked, up to
+ATTEMPTS times per process, so one bad moment does not leave every later record without a yardstick.
 """
 
 from __future__ import annotations
@@ -15,7 +17,10 @@ from grader.grading.engine import ReferenceRuns
 from grader.runs.jobs import Runner, run_scenario
 from grader.runs.snapshot import Snapshot
 
+ATTEMPTS = 3    # runs of one (scenario, seed) that did not complete before the process stops asking
+
 _runs: dict[tuple, Snapshot | None] = {}
+_failed: dict[tuple, int] = {}
 _locks: dict[tuple, threading.Lock] = {}
 _guard = threading.Lock()
 
@@ -34,7 +39,11 @@ def reference_runs(assignment: Assignment, seeds: dict[str, int], runner: Runner
             lock = _locks.setdefault(key, threading.Lock())
         with lock:
             if key not in _runs:
-                _runs[key] = _run(assignment, scenario, seeds[scenario], runner, batch_seed)
+                found = _run(assignment, scenario, seeds[scenario], runner, batch_seed)
+                _failed[key] = _failed.get(key, 0) + (found is None)
+                if found is not None or _failed[key] >= ATTEMPTS:
+                    _runs[key] = found
+                return found
             return _runs[key]
 
     return snapshot

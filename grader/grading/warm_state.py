@@ -91,6 +91,11 @@ def scenario_world(assignment: Assignment, scenario: Scenario, seed: int, batch_
     return world(dict(make_job(assignment, scenario, seed, "", assignment.submission_filename, batch_seed=batch_seed)))
 
 
+def _is_kept_verdict(payload: dict[str, Any]) -> bool:
+    """A verdict to reuse: whole, and not a rejection that a limit, a failed run or a loaded machine could explain."""
+    return _is_verdict(payload) and WorldVerdict.from_payload(payload).worth_keeping
+
+
 def _is_verdict(payload: dict[str, Any]) -> bool:
     try:
         WorldVerdict.from_payload(payload)
@@ -210,11 +215,11 @@ class WarmState:
         """How the reference solution does in the world of `batch_seed` (the variant's seed and every amount derived
         from it), graded now through the real checks when not kept (grading/world_check.py); the last few are kept."""
         name = self._world_name(batch_seed)
-        part = self.store.read(name, False, _is_verdict)
-        if part is None:
+        part = self.store.read(name, False, _is_kept_verdict)
+        if part is None:   # never judged here, or rejected under conditions a failure or load explains: judged now
             known = self.facts() if facts is None else facts
             part = self.store.build(name, lambda staging: judge_world(self.assignment, known, batch_seed,
-                                                                      runner).payload(), False, accept=_is_verdict)
+                                                                      runner).payload(), False, accept=_is_kept_verdict)
             self.store.prune("world-", KEPT_SEEDS, frozenset({name}))
         else:
             self.store.touch(part)

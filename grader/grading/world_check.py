@@ -21,7 +21,8 @@ from grader.common.text import clip
 from grader.config.assignment import Assignment, ConfigError
 from grader.grading.grade import grade
 from grader.intake.discovery import load_single
-from grader.model.verdicts import grader_fault, passed
+from grader.model.record import Record
+from grader.model.verdicts import grader_fault, limit_notes, passed
 from grader.runs.jobs import Runner
 
 
@@ -34,19 +35,27 @@ class WorldVerdict:
     max_score: float
     shortfalls: tuple[str, ...] = ()           # "check id: score/max: feedback" for each check short of full marks
     figures: dict[str, Any] = field(default_factory=dict)
+    conditions: tuple[str, ...] = ()           # what could have caused a shortfall besides the world: a limit hit, a
+                                               # run that did not complete, time the runs waited for a busy CPU
 
     @property
     def suitable(self) -> bool:
         return passed(self.score, self.max_score) and not self.shortfalls
 
+    @property
+    def worth_keeping(self) -> bool:
+        """A rejection judged under conditions that a failure or load could explain is tried again, not kept."""
+        return self.suitable or not self.conditions
+
     def payload(self) -> dict[str, Any]:
         return {"seed": self.seed, "score": self.score, "max_score": self.max_score,
-                "shortfalls": list(self.shortfalls), "figures": self.figures}
+                "shortfalls": list(self.shortfalls), "figures": self.figures, "conditions": list(self.conditions)}
 
     @classmethod
     def from_payload(cls, payload: dict[str, Any]) -> WorldVerdict:
         return cls(int(payload["seed"]), float(payload["score"]), float(payload["max_score"]),
-                   tuple(str(s) for s in payload["shortfalls"]), dict(payload["figures"]))
+                   tuple(str(s) for s in payload["shortfalls"]), dict(payload["figures"]),
+                   tuple(str(c) for c in payload.get("conditions", [])))
 
     def describe(self) -> str:
         first = self.shortfalls[0] if self.shortfalls else "no check named"
@@ -90,4 +99,16 @@ def judge_world(assignment: Assignment, facts: dict, seed: int, runner: Runner |
     shortfalls = tuple(f"{check['id']}: {check['score']:g}/{check['max_score']:g}: {clip(check['feedback'], 300)}"
                        for check in record["checks"] if not passed(check["score"], check["max_score"]))
     return WorldVerdict(int(record["variant_seed"]), float(record["score"]), float(record["max_score"]), shortfalls,
-                        dict(record.get("figures") or {}))
+                        dict(record.get("figures") or {}), judged_under(record))
+
+
+def judged_under(record: Record) -> tuple[str, ...]:
+    """The conditions of the reference's runs that could explain a shortfall without the world: limits hit, runs
+    that did not complete, and time they waited for a busy CPU (the machine was loaded)."""
+    found = list(limit_notes(record))
+    for name, run in (record.get("runs") or {}).items():
+        if isinstance(run, dict) and run.get("ending") != "completed":
+            found.append(f"the {name} run ended as {run.get('ending')}")
+        if isinstance(run, dict) and (run.get("cpu_wait_allowance_seconds") or 0) > 0:
+            found.append(f"the {name} run waited {run['cpu_wait_allowance_seconds']:g} s for a busy CPU")
+    return tuple(found)
