@@ -60,8 +60,8 @@ def adjusted(project, capsys_module) -> tuple[Path, str]:
     out = project / "results"
     assert grade(project, out) == 0
     assert record(out, "wrong_value")["score"] == 2
-    assert adjust(out, "wrong_value", "area.value", "1", "--reason", REASON, "--who", "prof") == 0
-    assert adjust(out, "correct", "submission", "-1", "--reason", "Handed in a day late.") == 0
+    assert adjust(out, "wrong_value", "area.value", "--set", "1", "--reason", REASON, "--who", "prof", "--yes") == 0
+    assert adjust(out, "correct", "submission", "-1", "--reason", "Handed in a day late.", "--yes") == 0
     capsys_module.readouterr()
     assert grade(project, out, "--regrade") == 0
     return out, capsys_module.readouterr().out
@@ -201,7 +201,7 @@ def test_a_check_that_is_gone_or_a_score_out_of_range_waits(adjusted, project, t
         f'\n[[adjustment]]\nstudent = "correct"\ncheck = "area.gone"\nkind = "add"\npoints = 1\n'
         f'reason = "old check"\nsha256 = "{sha}"\n')
     (out / "adjustments.toml").write_text(text)
-    assert adjust(out, "wrong_value", "area.value", "+5", "--reason", "too much") == 0
+    assert adjust(out, "wrong_value", "area.value", "+5", "--reason", "too much", "--yes") == 0
     assert grade(copy, out) == 0
     pending = {(p["check"], p["why"].split(":")[0]) for r in ("correct", "wrong_value")
                for p in record(out, r).get("pending_adjustments", [])}
@@ -227,6 +227,29 @@ def test_a_hand_written_adjustment_waits_and_says_the_true_reason(adjusted, proj
     assert "changed" not in why[0]
 
 
+def test_adjustments_cannot_slip(adjusted, project, tmp_path, capsys):
+    """Issue 57: a bare number is refused (adding and setting are said in so many words), the command prints the
+    student's old and new score, lowering a grade or moving it by more than a tenth is not recorded without --yes
+    (asked on a terminal; a test's stdin is none), and --undo removes the adjustment made last."""
+    out, _ = adjusted
+    _, out = copy_of(project, out, tmp_path)
+    before = (out / "adjustments.toml").read_text()
+    capsys.readouterr()
+    assert adjust(out, "correct", "submission", "5", "--reason", "r") == 2
+    assert "5 is ambiguous: give +5 to add 5 points, -5 to take 5 off, or --set 5" in capsys.readouterr().err
+    assert adjust(out, "correct", "submission", "--set", "1", "--reason", "typo for +1") == 2
+    refused = capsys.readouterr().err
+    assert "not recorded" in refused and "→ 1 of 3" in refused and "add --yes" in refused, refused
+    assert (out / "adjustments.toml").read_text() == before
+    assert adjust(out, "wrong_value", "area.value", "--set", "1", "--reason", "same again") == 0   # no change: asked nothing
+    assert "→ 1 of 1 (unchanged)" in capsys.readouterr().out
+    assert adjust(out, "correct", "runs.no_errors", "+0.25", "--reason", "small") == 0
+    assert "correct, runs.no_errors: 1 → 1 of 1 (unchanged)" in capsys.readouterr().out   # out of range: waits
+    assert adjust(out, "--undo") == 0
+    assert "Undid the last adjustment: correct, runs.no_errors" in capsys.readouterr().out
+    assert "runs.no_errors" not in (out / "adjustments.toml").read_text()
+
+
 def test_a_malformed_file_stops_the_command_and_changes_nothing(adjusted, project, tmp_path, capsys):
     out, _ = adjusted
     copy, out = copy_of(project, out, tmp_path)
@@ -240,7 +263,7 @@ def test_a_malformed_file_stops_the_command_and_changes_nothing(adjusted, projec
         error = capsys.readouterr().err
         assert "adjustments.toml, line" in error and said in error and "nothing was graded or changed" in error
         assert {p: p.read_bytes() for p in out.rglob("*") if p.is_file()} == before
-        assert adjust(out, "correct", "runs.no_errors", "0", "--reason", "r") == 2
+        assert adjust(out, "correct", "runs.no_errors", "--set", "0", "--reason", "r") == 2
         assert (out / "adjustments.toml").read_text() == broken
 
 
@@ -253,9 +276,9 @@ def test_the_adjust_command_lists_replaces_removes_and_refuses(adjusted, project
     assert "wrong_value\tarea.value\tset to 1\tprof" in listed and "correct\tsubmission\t-1" in listed
     assert adjust(out, "nobody", "area.value", "1", "--reason", "r") == 2
     assert adjust(out, "correct", "area.nope", "1", "--reason", "r") == 2
-    assert adjust(out, "correct", "area.value", "1") == 2                       # no reason
+    assert adjust(out, "correct", "area.value", "+1") == 2                      # no reason
     assert adjust(out, "correct", "area.value", "lots", "--reason", "r") == 2
-    assert adjust(out, "wrong_value", "area.value", "0.5", "--reason", "half") == 0   # replaces
+    assert adjust(out, "wrong_value", "area.value", "--set", "0.5", "--reason", "half", "--yes") == 0   # replaces
     assert adjust(out, "correct", "submission", "--remove") == 0
     text = (out / "adjustments.toml").read_text()
     assert text.count("[[adjustment]]") == 1 and 'reason = "half"' in text

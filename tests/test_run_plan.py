@@ -105,7 +105,7 @@ def test_the_hold_reaches_every_instructor_output_and_adjust_decides_it(graded, 
     assert main(["explain", "holds", "--out", str(out)]) == 0
     explained = capsys.readouterr().out
     assert "HELD for your review" in explained and "-- variant world" in explained and "-- baseline world" in explained, explained
-    assert main(["adjust", "holds", "directional.central_difference", "8", "--reason",
+    assert main(["adjust", "holds", "directional.central_difference", "--set", "8", "--reason",
                  "The assertion guards the lesson's weights; the difference itself is right."]
                 + ["--out", str(out)]) == 0
     capsys.readouterr()

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from grader.model.record import Record, held_checks, record_from_json
+from grader.outputs.adjustments import apply
 from grader.outputs.adjustments_file import Adjustment, AdjustmentsError, path_in, read, write
 from grader.outputs.writers import result_path
 
@@ -28,7 +29,13 @@ def add_commands(commands) -> None:
                                  "OUT/adjustments.toml and applied by every `grader grade`)")
     adjust.add_argument("student", nargs="?", help="the submission id, as in grades.csv")
     adjust.add_argument("check", nargs="?", help=f"a check id, or `{WHOLE}` for the whole submission")
-    adjust.add_argument("points", nargs="?", help="a number sets the score (4); a signed one adds to it (+2, -1.5)")
+    adjust.add_argument("points", nargs="?", help="points to add, always signed: +2 adds two, -1.5 takes one and a half "
+                        "off (a bare number is refused: say --set to set a score)")
+    adjust.add_argument("--set", dest="set_to", metavar="SCORE", help="set the score of CHECK (or the whole submission) "
+                        "to SCORE instead of adding")
+    adjust.add_argument("--yes", action="store_true", help="do not ask before lowering a grade or changing it by more "
+                        "than a tenth of its points (asked on a terminal; refused elsewhere without --yes)")
+    adjust.add_argument("--undo", action="store_true", help="remove the adjustment made last (of any student)")
     adjust.add_argument("--reason", help="why, in a sentence the student reads (required to adjust)")
     adjust.add_argument("--who", help="who decided (default: the current user)")
     adjust.add_argument("--out", type=Path, default=Path("results"), help="the results folder (default: ./results)")
@@ -54,6 +61,15 @@ def adjust_command(args) -> int:
             print(f"{a.student}\t{a.check or WHOLE}\t{a.describe()}\t{a.who}\t{a.when}\t{a.reason}")
         print(f"{len(adjustments)} adjustment(s) in {path_in(args.out)}", file=sys.stderr)
         return 0
+    if args.undo:
+        if not adjustments:
+            print(f"grader: no adjustment in {path_in(args.out)} to undo", file=sys.stderr)
+            return 2
+        last = max(range(len(adjustments)), key=lambda i: (adjustments[i].when, i))
+        undone = adjustments[last]
+        return _save(args.out, adjustments[:last] + adjustments[last + 1:],
+                     f"Undid the last adjustment: {undone.student}, {undone.check or 'whole submission'}, "
+                     f"{undone.describe()} ({undone.reason}).")
     if not args.student or not args.check:
         print("grader: give STUDENT and CHECK (or --list)", file=sys.stderr)
         return 2
@@ -79,21 +95,68 @@ def adjust_command(args) -> int:
         confirmed = Adjustment(**{**existing.__dict__, "sha256": record.get("sha256", ""), "clamp": True})
         return _save(args.out, [confirmed if a is existing else a for a in adjustments],
                      f"Confirmed the adjustment of {what} for the submission as it is now.")
-    if args.points is None or not (args.reason or "").strip():
-        print("grader: give POINTS and --reason TEXT (the reason is shown to the student)", file=sys.stderr)
+    parsed = _points(args.points, args.set_to)
+    if isinstance(parsed, str):
+        print(f"grader: {parsed}", file=sys.stderr)
         return 2
-    try:
-        points = float(args.points)
-    except ValueError:
-        print(f"grader: POINTS must be a number (4 sets the score, +2 or -1.5 adds), not {args.points!r}", file=sys.stderr)
+    if not (args.reason or "").strip():
+        print("grader: give --reason TEXT (the reason is shown to the student)", file=sys.stderr)
         return 2
-    kind = "add" if args.points.strip()[:1] in "+-" else "set"
+    kind, points = parsed
     made = Adjustment(args.student, check, kind, points, args.reason.strip(), args.who or _user(),
                       datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"), record.get("sha256", ""))
     kept = [made if a is existing else a for a in adjustments] if existing else [*adjustments, made]
-    return _save(args.out, kept, f"{'Replaced' if existing else 'Recorded'} the adjustment of {what}: "
+    old, new, top = _scores(record, adjustments, kept, check)
+    change = f"{what}: {old:g} → {new:g} of {top:g}" + (f" ({new - old:+g})" if new != old else " (unchanged)")
+    total = float(record["max_score"])
+    if (new < old or abs(new - old) > total / 10) and not args.yes and not _agreed(change):
+        print(f"grader: not recorded: {change}. It lowers the grade or changes it by more than a tenth of its "
+              f"{total:g} points; add --yes to record it", file=sys.stderr)
+        return 2
+    return _save(args.out, kept, f"{'Replaced' if existing else 'Recorded'} the adjustment of {change}: "
                  f"{made.describe()}. `grader grade` applies it to every output (unchanged submissions are not "
                  "graded again).")
+
+
+def _points(points: str | None, set_to: str | None) -> tuple[str, float] | str:
+    """("add", +N) or ("set", N) from POINTS or --set; else what to say. A bare number is refused: "adjust by 5"
+    reads as adding 5 to most people, and setting a score of 5 must be said in so many words."""
+    given = points if points is not None else set_to
+    if given is None or (points is not None and set_to is not None):
+        return "give POINTS to add (+2, -1.5) or --set SCORE to set the score, one of the two"
+    text = given.strip()
+    try:
+        value = float(text)
+    except ValueError:
+        return f"{text!r} is not a number"
+    if points is None:
+        return "set", value
+    if text[:1] not in "+-":
+        return (f"{text} is ambiguous: give +{text} to add {text} points, -{text} to take {text} off, or "
+                f"--set {text} to make the score {text}")
+    return "add", value
+
+
+def _scores(record: Record, before: list[Adjustment], after: list[Adjustment], check: str | None
+            ) -> tuple[float, float, float]:
+    """The score of `check` (or the whole submission) with the adjustments before and after this one, and its
+    points (an adjustment that would wait for confirmation changes nothing yet)."""
+    def score(adjustments: list[Adjustment]) -> tuple[float, float]:
+        adjusted = apply(record, adjustments)
+        if check is None:
+            return float(adjusted["score"]), float(adjusted["max_score"])
+        found = next(c for c in adjusted["checks"] if c["id"] == check)
+        return float(found["score"]), float(found["max_score"])
+    (old, top), (new, _) = score(before), score(after)
+    return old, new, top
+
+
+def _agreed(change: str) -> bool:
+    """On a terminal, ask before a change that lowers a grade or moves it by more than a tenth."""
+    if not sys.stdin.isatty():
+        return False
+    answer = input(f"{change}. Record it? [y/N] ")
+    return answer.strip().lower() in ("y", "yes")
 
 
 def _save(out: Path, adjustments: list[Adjustment], message: str) -> int:
