@@ -13,11 +13,12 @@ import pytest
 
 import grader.cli.batch
 import grader.config.assignment
-from grader.model.record import CheckRecord, GroupScore, OutputExcerpt, Record, RunSummary, record_from_json
+from grader.model.record import CheckRecord, GroupScore, OutputExcerpt, Record, ReviewHold, RunSummary, record_from_json
 
 ROOT = Path(__file__).resolve().parents[1]
 ASSIGNMENT = "performance-05"
-NESTED = {"groups": GroupScore, "checks": CheckRecord, "runs": RunSummary, "output": OutputExcerpt}
+NESTED = {"groups": GroupScore, "checks": CheckRecord, "runs": RunSummary, "output": OutputExcerpt,
+          "review_hold": ReviewHold}
 
 
 def readme_keys() -> tuple[set[str], dict[str, set[str]]]:
