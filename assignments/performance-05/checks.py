@@ -758,7 +758,7 @@ def _revealed_jointly(run, oracle, settings):
     ordinary, rematerialized, unchanged = oracle.hessian(False), oracle.hessian(True), oracle.true_hessian
     with np.errstate(all="ignore"):
         tangent = np.linalg.lstsq(ordinary, plain, rcond=None)[0]
-    if not np.all(np.isfinite(tangent)) or not tangent.any():
+    if not np.all(np.isfinite(tangent)) or not tangent.any() or _scaled_copy(tangent, run, settings):
         return None
     allowance = max(float(oracle.hvp_allowances(h, tangent, settings.hvp_tolerance, settings)[0])
                     for h in (ordinary, rematerialized))
@@ -771,6 +771,20 @@ def _revealed_jointly(run, oracle, settings):
                     or np.max(np.abs((ordinary - unchanged) @ tangent)) < apart):
         return UNSEPARATED
     return tangent
+
+
+def _scaled_copy(tangent, run, settings):
+    """The recovered tangent is a multiple (other than one) of a vector the file made, such as its `direction`: the
+    products were taken along that vector and then scaled, so they are not HVPs along any vector the file made."""
+    size = float(np.max(np.abs(tangent)))
+    for made in _candidate_directions(run, settings, "hvp_plain"):
+        norm2 = float(made @ made)
+        if not norm2:
+            continue
+        factor = float(made @ tangent) / norm2
+        if np.max(np.abs(tangent - factor * made)) <= 1e-3 * size and abs(factor - 1.0) > 1e-3:
+            return True
+    return False
 
 
 UNSEPARATED = np.zeros(0)   # both HVPs agree along one recovered tangent, where this world cannot tell the methods apart

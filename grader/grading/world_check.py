@@ -14,6 +14,7 @@ not a world's: the batch stops.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -92,7 +93,8 @@ def judge_world(assignment: Assignment, facts: dict, seed: int, runner: Runner |
     if not solution.is_file():
         raise ConfigError(f"the reference solution {solution} is missing: no world can be verified without it")
     submission = load_single(solution, assignment.submission_filename, assignment.max_submission_bytes)
-    record = grade(assignment, submission, facts, seed, runner)
+    # every scenario, whatever a student's file gets: each run's figure is the reference's beside a student's run
+    record = grade(dataclasses.replace(assignment, all_scenarios=True), submission, facts, seed, runner)
     if grader_fault(record) or record["status"] != "graded":
         raise ConfigError(f"the reference solution could not be graded in the world of variant seed {seed}: "
                           f"{clip(str(record.get('grader_error') or record['messages'][:1]), 600)}")
