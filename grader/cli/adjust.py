@@ -16,12 +16,26 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from grader.common.last_results import results_folder
 from grader.model.record import Record, held_checks, record_from_json
 from grader.outputs.adjustments import apply
 from grader.outputs.adjustments_file import Adjustment, AdjustmentsError, path_in, read, write
 from grader.outputs.writers import result_path
 
 WHOLE = "submission"    # the CHECK that means the whole submission
+OUT_HELP = ("the results folder it reads and writes (default: the one the last `grader grade` wrote, else ./results; "
+            "the first line says which)")
+
+
+def resolved_out(args) -> bool:
+    """Set args.out to the results folder by the one rule (common/last_results.py) and say which; False: none."""
+    folder, why = results_folder(args.out)
+    if folder is None:
+        print(f"grader: {why}", file=sys.stderr)
+        return False
+    print(f"Results: {folder} ({why})", file=sys.stderr)
+    args.out = folder
+    return True
 
 
 def add_commands(commands) -> None:
@@ -38,7 +52,7 @@ def add_commands(commands) -> None:
     adjust.add_argument("--undo", action="store_true", help="remove the adjustment made last (of any student)")
     adjust.add_argument("--reason", help="why, in a sentence the student reads (required to adjust)")
     adjust.add_argument("--who", help="who decided (default: the current user)")
-    adjust.add_argument("--out", type=Path, default=Path("results"), help="the results folder (default: ./results)")
+    adjust.add_argument("--out", type=Path, help=OUT_HELP)
     adjust.add_argument("--list", action="store_true", help="list the adjustments and exit")
     adjust.add_argument("--remove", action="store_true", help="remove the adjustment of STUDENT CHECK")
     adjust.add_argument("--confirm", action="store_true", help="confirm the adjustment of STUDENT CHECK for the "
@@ -47,10 +61,12 @@ def add_commands(commands) -> None:
                                   "(the instructor's, to decide a regrade request)")
     explain.add_argument("student", help="the submission id")
     explain.add_argument("check", nargs="?", help="one check id (default: every check)")
-    explain.add_argument("--out", type=Path, default=Path("results"), help="the results folder (default: ./results)")
+    explain.add_argument("--out", type=Path, help=OUT_HELP)
 
 
 def adjust_command(args) -> int:
+    if not resolved_out(args):
+        return 2
     try:
         adjustments = read(args.out)
     except AdjustmentsError as error:
@@ -184,6 +200,8 @@ def _record(out: Path, student: str) -> Record | None:
 
 
 def explain_command(args) -> int:
+    if not resolved_out(args):
+        return 2
     record = _record(args.out, args.student)
     if record is None:
         print(f"grader: no record of {args.student} in {args.out}", file=sys.stderr)

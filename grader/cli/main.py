@@ -24,6 +24,7 @@ from grader.cli.similar import add_similarity_options, options_from, own_class_a
 from grader.cli.trial import trial_grading
 from grader.cli.worlds import add_worlds_arguments, worlds_command
 from grader.common.jax_range import unsupported as unsupported_jax
+from grader.common.last_results import remember as remember_results
 from grader.common.safe_text import visible_terminal
 from grader.common.user_cache import CACHE_DIR_ENV, use_cache_dir
 from grader.config.assignment import ConfigError, available, every_problem, find_root, load
@@ -274,6 +275,7 @@ def _grade(assignment, args) -> int:
     except ConfigError as error:
         print(f"grader: {error}", file=sys.stderr)
         return 2
+    remember_results(out)   # where `grader adjust` and `grader explain` look next, unless told --out
     failed = [r["submission"] for r in result.records if grader_fault(r)]
     graded = [r for r in result.records if r["status"] == "graded"]
     print(f"{len(result.records)} record(s) in {out} ({len(graded)} graded, "

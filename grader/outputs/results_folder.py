@@ -18,10 +18,11 @@ import time
 from pathlib import Path
 
 from grader.common.files import atomic_write
+from grader.common.last_results import RECORDS
 from grader.config.assignment import ConfigError
 from grader.intake.discovery import safe_filename
 
-OWNER_FILE = ".grader-results"
+OWNER_FILE = RECORDS
 REMOVED = "removed"
 NAMED = 5          # record ids named in a refusal; beyond, "and K more"
 

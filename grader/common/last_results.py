@@ -1,0 +1,39 @@
+"""One rule for where the results are, for every command that reads them (`adjust`, `explain`): `--out` when given,
+else the folder the last `grader grade` of this user wrote (remembered in the user cache), else `./results`. Each
+command says in its first line which folder it reads and why, so a newcomer never reads the wrong class."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from grader.common.files import atomic_write
+from grader.common.user_cache import user_cache_dir
+
+NAME = "last-results.txt"
+RECORDS = ".grader-results"   # the marker `grader grade` leaves in every results folder it writes
+
+
+def remember(out: Path) -> None:
+    """Called by `grader grade` once its results folder is written; a failure to remember costs nothing."""
+    try:
+        folder = user_cache_dir()
+        folder.mkdir(parents=True, exist_ok=True)
+        atomic_write(folder / NAME, str(Path(out).resolve()) + "\n")
+    except OSError:
+        pass
+
+
+def results_folder(given: Path | None) -> tuple[Path | None, str]:
+    """(the results folder to read, why that one), or (None, what to do) when there is none to read."""
+    if given is not None:
+        return given, "given with --out"
+    try:
+        last = Path((user_cache_dir() / NAME).read_text().strip())
+    except (OSError, ValueError):
+        last = None
+    if last is not None and (last / RECORDS).exists():
+        return last, "the last `grader grade` wrote it; --out reads another"
+    if (Path("results") / RECORDS).exists():
+        return Path("results"), "./results; --out reads another"
+    return None, ("no results folder found: give --out OUT (`grader grade SUBMISSIONS` writes SUBMISSIONS/../results "
+                  "unless told --out)")
