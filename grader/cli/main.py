@@ -2,7 +2,7 @@
 `grader build` to regenerate the student starters from the reference solution, `grader validate` to check an
 assignment's configuration and that its reference solution scores full marks, `grader new LESSON` to start a
 lesson from a working skeleton; `grader adjust` records an instructor's decision about a score (applied by every
-`grader grade`) and `grader explain` says what each check compared in each world (grader/cli/adjust.py).
+`grader grade`) and `grader explain` says what each check compared in each world.
 
 Every command that grades or builds takes the assignment explicitly (an id, or the path of its folder) or infers
 it when exactly one exists under `<root>/assignments/`; with several, it stops and lists them."""
@@ -78,7 +78,8 @@ def _main(argv: list[str] | None = None) -> int:
     check_cmd.add_argument("--root", type=Path, help=ROOT_HELP)
     check_cmd.add_argument("--cache-dir", type=Path, help=CACHE_HELP)
 
-    build_cmd = commands.add_parser("build", help="render the student starters (.py and .ipynb) from the reference solution")
+    build_cmd = commands.add_parser("build", help="render the student starters (.py and .ipynb) from the reference "
+                                    "solution, and write the autograder zip and the students' wheel for `grader check`")
     build_cmd.add_argument("assignment", nargs="?", help=ASSIGNMENT_HELP)
     build_cmd.add_argument("--out", type=Path, help="output folder for everything (default: starters in <project root>/"
                            "student_templates, the autograder zip, which holds the solution, in <project root>/build)")
@@ -233,7 +234,8 @@ def _new(args) -> int:
         return 2
     for path in paths:
         print(path)
-    print(f"Next: `grader build {args.lesson}`, then grade its solution; replace the example exercise with yours.")
+    print(f"Next: `grader validate {args.lesson}` (it checks the configuration and grades the reference solution), "
+          f"then `grader build {args.lesson}`; replace the example exercise with yours.")
     return 0
 
 
