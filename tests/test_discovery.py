@@ -305,8 +305,8 @@ def test_exercise_regions_are_read_once_at_intake(tmp_path):
     assert notebook_exercises.unfinished == {"eps": [(2, 1)]}
     assert script_exercises.regions == {"eps": [(None, 2, 4)]} and script_exercises.unfinished == {"eps": [(None, 2)]}
     from grader.grading.grade import unfinished_message
-    assert unfinished_message(notebook_exercises) == ["Unfinished exercises (still holding `...`): eps (In [2], line 1)."]
-    assert unfinished_message(script_exercises) == ["Unfinished exercises (still holding `...`): eps (line 2)."]
+    assert unfinished_message(notebook_exercises)[0].startswith("Unfinished exercises (still holding `...`): eps (In [2], line 1). Finish them first")
+    assert unfinished_message(script_exercises)[0].startswith("Unfinished exercises (still holding `...`): eps (line 2). Finish them first")
 
 
 def test_grading_does_not_cut_the_source_into_regions_again():

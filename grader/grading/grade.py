@@ -39,7 +39,7 @@ from grader.intake.preimport import note as preimport_note
 from grader.intake.preimport import settings_before_import
 from grader.intake.regions import Exercises
 from grader.model.record import CheckRecord, GroupScore, OutputExcerpt, Record, RunSummary, record_to_json
-from grader.model.verdicts import INSTRUCTOR_TOLD, ISOLATION_PREFIX, STOPPED_ENDINGS
+from grader.model.verdicts import INSTRUCTOR_TOLD, ISOLATION_PREFIX, STOPPED_ENDINGS, UNFINISHED_PREFIX
 from grader.runs.jobs import Runner, run_scenario, scenario_seed, setup_parameters, variant_seed_for
 from grader.runs.places import failure_place
 from grader.runs.provenance import Provenance
@@ -93,7 +93,7 @@ def grade(assignment: Assignment, submission: Submission, facts: dict, variant_s
     held = held_for_review(assignment, checks, snapshots)
     as_written = snapshots.get("baseline")                  # the file as written, when that run was needed
     baseline = as_written or next(iter(snapshots.values()))   # else the one run, which went through cleanly
-    notes = list(submission.notes) + unfinished_message(exercises)
+    notes = unfinished_message(exercises) + list(submission.notes)   # what is still TODO explains what follows
     if preset := settings_before_import(submission.source, submission.cells):   # read from the file, as written
         notes.append(preimport_note(preset))
     runs = [m for name, snapshot in snapshots.items()
@@ -208,7 +208,8 @@ def unfinished_message(exercises: Exercises) -> list[str]:
         return ", ".join(where(line, cell) for cell, line in places)
 
     listed = ", ".join(f"{name} ({cite(places)})" for name, places in exercises.unfinished.items())
-    return [f"Unfinished exercises (still holding `...`): {listed}."]
+    return [f"{UNFINISHED_PREFIX}: {listed}. Finish them first: an error later in the file may come from a value "
+            "they leave undefined."]
 
 
 def grader_fault_record(assignment: Assignment, submission: Submission, reason: str, variant_seed: int,

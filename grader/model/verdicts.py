@@ -62,20 +62,31 @@ def limit_notes(record: Record) -> list[str]:
     return notes
 
 
+UNFINISHED_PREFIX = "Unfinished exercises (still holding `...`)"   # the message grading/grade.py writes
+
+
 def stopped_early(record: Record) -> bool:
     """Part of the file as written never ran: it stopped before its end (a syntax error, sys.exit, a limit) or a
     notebook cell with a syntax error was skipped. Its run notes explain every later failure, so every report shows
     them before the checks (the record lists the reason first)."""
     baseline = (record.get("runs") or {}).get("baseline")
-    return isinstance(baseline, dict) and (baseline.get("ending") in STOPPED_ENDINGS or bool(baseline.get("skipped")))
+    stopped = isinstance(baseline, dict) and (baseline.get("ending") in STOPPED_ENDINGS or bool(baseline.get("skipped")))
+    return stopped or unfinished(record)
+
+
+def unfinished(record: Record) -> bool:
+    """Exercises of the file still hold the starter's `...`: they explain later failures, so they are read first."""
+    return any(isinstance(m, str) and m.startswith(UNFINISHED_PREFIX) for m in record.get("messages", []))
 
 
 def read_first_heading(record: Record) -> str:
     """The heading of the notes shown before the checks when `stopped_early`."""
     baseline = (record.get("runs") or {}).get("baseline")
-    if isinstance(baseline, dict) and baseline.get("ending") not in STOPPED_ENDINGS and baseline.get("skipped"):
+    if isinstance(baseline, dict) and baseline.get("ending") in STOPPED_ENDINGS:
+        return "Read this first: your file stopped early"
+    if isinstance(baseline, dict) and baseline.get("skipped"):
         return "Read this first: part of your notebook did not run"
-    return "Read this first: your file stopped early"
+    return "Read this first: some exercises are still unfinished"
 
 
 RUN_DESCRIPTION_PREFIX = "About the "        # "About the variant run: ...": what a labelled run changes, said once
