@@ -54,6 +54,8 @@ def corpus_sample_as_labelled(out: Path) -> list[str]:
         for source in CORPUS.glob(name + ".*"):
             if source.suffix in (".py", ".ipynb") and source.is_file():
                 shutil.copy(source, folder / source.name)
+        if (CORPUS / name).is_dir():   # a case handed in as a folder (the Gradescope layout)
+            shutil.copytree(CORPUS / name, folder / name, dirs_exist_ok=True)
     records = grade(folder, out / "sample-results")
     problems = []
     for label in labels:
