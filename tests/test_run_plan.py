@@ -133,17 +133,22 @@ ASSIGNMENT = load("performance-05", ROOT)
 MISSING = "memory=[None, {'temp_size_in_bytes': 3, 'output_size_in_bytes': 1}]\n"
 
 
-def replay_of(source: str) -> dict:
+def replay_of(source: str, printed: list[str] | None = None) -> dict:
     snapshot, _ = run_scenario(ASSIGNMENT, ASSIGNMENT.scenarios["variant"], 7, source, "performance-05.py",
                                batch_seed=7)
     assert snapshot.ending == "completed" and not snapshot.soft_limit_hit, snapshot.ending
+    if printed is not None:
+        printed.append(snapshot.output_head + snapshot.output_tail)
     return snapshot.replays["all_available"]
 
 
 def test_panel_code_in_a_function_reading_the_global_sees_the_replaced_memory():
-    found = replay_of(MISSING + "def draw():\n    return [1, 'bytes' if all(m is not None for m in memory) else 'avail']\n"
-                      "panels = draw()\nvisual_data = {'panels': panels}\n")
+    printed: list[str] = []
+    found = replay_of(MISSING + "print('first entry:', memory[0])\n"
+                      "def draw():\n    return [1, 'bytes' if all(m is not None for m in memory) else 'avail']\n"
+                      "panels = draw()\nvisual_data = {'panels': panels}\n", printed)
     assert found["values"]["panels"] == [1, "bytes"], found
+    assert printed[0].count("first entry:") == 1 and "first entry: None" in printed[0], printed   # replays print nothing
     assert found["values"]["memory"][0].keys() == {"temp_size_in_bytes", "output_size_in_bytes"}
 
 

@@ -4,6 +4,9 @@ contract name given the value a probe makes of it (the harness calls `run_replay
 Statement nodes and their records come from the harness's run; nothing of the run is streamed again, only one
 `{"type": "replay", ...}` frame with the captured names' values, or why the replay could not run."""
 
+import contextlib
+import io
+
 from encoding import SoftTimeLimit, encode_value
 from tracebacks import format_error
 
@@ -30,8 +33,10 @@ def run_replay(harness, replay, ran):
 
     def again():
         harness.namespace[replace] = make(harness.namespace.get(replace))
-        for node, filename, _ in ok[first:last[-1] + 1]:
-            exec(harness.compile_statement(node, filename), harness.namespace)
+        # what the statements print again (with figures no run reported) is not the file's output: never shown
+        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+            for node, filename, _ in ok[first:last[-1] + 1]:
+                exec(harness.compile_statement(node, filename), harness.namespace)
         return {n: encode_value(harness.namespace[n], harness.max_value_bytes) for n in [replace] + capture
                 if n in harness.namespace}
 
