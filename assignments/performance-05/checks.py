@@ -509,10 +509,11 @@ def _other_step(run, oracle, settings, eps):
     if run.evidence_gaps("finite") is not None:
         return None
     direction = np.ones(settings.width)   # the exercise's v, as the value check's central differences take it
-    aside = _off_direction(run, oracle, settings, eps, direction)
+    points = _points_made(run, settings)   # read once for both questions
+    aside = _off_direction(points, oracle, settings, direction)
     if aside is not None:
         return aside
-    used, rounding = _both_way_steps(run, oracle, settings, direction)
+    used, rounding = _both_way_steps(points, oracle, settings, direction)
     scale = float(np.max(np.abs(direction))) or 1.0
     if not used or any(abs(h - eps) <= 1e-2 * eps + 2 * rounding / scale for h in used):
         return None
@@ -530,13 +531,12 @@ def _points_made(run, settings):
             + argument_points(run.evaluations(until="finite"), settings.width))
 
 
-def _off_direction(run, oracle, settings, eps, direction):
+def _off_direction(points, oracle, settings, direction):
     """What to tell a run whose points near x come in opposite pairs x ± d that never lie along the direction (a
     difference taken along other directions, such as each coordinate axis, and summed), else None. Said only when
     the run's evidence is complete and it made such pairs; a run whose points were never concrete arrays (the
     difference inside one jitted function) is judged by its value alone."""
-    points = _points_made(run, settings)
-    if not points or run.evidence_gaps("finite") is not None:
+    if not points:
         return None
     offsets = np.stack(points) - oracle.x
     rounding = 2 * SINGLE * float(np.max(np.abs(oracle.x)))
@@ -564,10 +564,9 @@ def _max_norms(offsets):
     return np.max(np.abs(offsets), axis=1)[:, None]
 
 
-def _both_way_steps(run, oracle, settings, direction):
+def _both_way_steps(points, oracle, settings, direction):
     """The steps h > 0 for which the run made both x + h·v and x − h·v (among the vectors its expressions produced
     and the arguments of its recorded evaluations, up to `finite`), and the rounding of such a point."""
-    points = _points_made(run, settings)
     rounding = 2 * SINGLE * float(np.max(np.abs(oracle.x)))
     if not points or not float(direction @ direction):
         return [], rounding

@@ -90,7 +90,7 @@ def grade(assignment: Assignment, submission: Submission, facts: dict, variant_s
         record["check_errors"] = bounded_errors({c.id: c.grader_error for c in checks if c.grader_error})
         record["unscored_checks"] = [check_record(c) for c in checks]   # the instructor's: what the checks found
         return record
-    held = held_for_review(assignment, checks, snapshots)
+    held = held_for_review(checks, snapshots)
     as_written = snapshots.get("baseline")                  # the file as written, when that run was needed
     baseline = as_written or next(iter(snapshots.values()))   # else the one run, which went through cleanly
     notes = unfinished_message(exercises) + list(submission.notes)   # what is still TODO explains what follows
@@ -102,7 +102,7 @@ def grade(assignment: Assignment, submission: Submission, facts: dict, variant_s
     # later failure: the student reads it first. What a run other than the file as written changes is said once.
     first = baseline.ending in STOPPED_ENDINGS or bool(baseline.syntax_errors)
     messages = (runs + notes if first else notes + runs) + scenario_notes(assignment, checks)
-    messages += plan.notes(assignment, checks)
+    messages += plan.notes(checks)
     messages += rebinding_notes(assignment, baseline, exercises)
     broken = {c.id: c.grader_error for c in checks if c.grader_error}
     isolation = sorted({s.isolation for s in snapshots.values()})

@@ -47,7 +47,7 @@ class RunPlan:
             return f"the {self.alone} run alone: every check passed there and every statement ran"
         return f"the {self.alone} run, then the others: " + "; ".join(self.why)
 
-    def notes(self, assignment: Assignment, checks: list[CheckResult]) -> list[str]:
+    def notes(self, checks: list[CheckResult]) -> list[str]:
         """One sentence for the student when their file was run in more than one world and a check failed."""
         if self.alone is None or not self.why or all(c.passed for c in checks):
             return []
@@ -75,8 +75,7 @@ def reasons_for_more_runs(checks: list[CheckResult], snapshot: Snapshot) -> list
     return reasons
 
 
-def held_for_review(assignment: Assignment, checks: list[CheckResult],
-                    snapshots: dict[str, Snapshot]) -> ReviewHold | None:
+def held_for_review(checks: list[CheckResult], snapshots: dict[str, Snapshot]) -> ReviewHold | None:
     """A statement of the file raised only in a run other than the file as written, and checks failed only there:
     the file's own assertion may be what the hidden changes broke (an honest file), or a file may raise on purpose
     to hide a value. Neither is decided by the grader: those checks keep no points and say they are held for the

@@ -140,9 +140,9 @@ def replay_view(view: RunView, name: str) -> RunView | None:
 class ReplayView(RunView):
     """A run's view with the names its replay captured read from the replay."""
 
-    def __init__(self, view: RunView, replayed: dict[str, Any]):
-        super().__init__(view.snapshot)
-        self.provenance = view.provenance
+    def __init__(self, view: RunView, replayed: dict[str, Any]):   # the run's view as it is, no provenance rebuilt
+        self.__dict__.update(vars(view))
+        self.details, self.settings_read = {}, {}
         self.replayed = replayed
 
     def value(self, name: str) -> Any:
