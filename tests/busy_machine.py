@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 SPINNER_TOKEN = "busy-machine-spinner"   # in each spinner's command line
 
@@ -25,3 +26,26 @@ def busy_machine(per_cpu: int = 3):
         for spinner in spinners:
             spinner.kill()
             spinner.wait()
+
+
+@contextlib.contextmanager
+def neighbour_on(cpu: int):
+    """One busy process (an honest neighbour's runaway loop) held to CPU `cpu`; it gives up after 2 minutes."""
+    spin = (f"import os, time\nos.sched_setaffinity(0, {{{cpu}}})\nt = time.monotonic()\n"
+            f"while time.monotonic() - t < 120: pass  # {SPINNER_TOKEN}")
+    spinner = subprocess.Popen([sys.executable, "-c", spin], start_new_session=True)
+    try:
+        time.sleep(0.3)
+        yield
+    finally:
+        spinner.kill()
+        spinner.wait()
+
+
+def machine_busy_now() -> tuple[float, int]:
+    """The machine's busy CPU-seconds since boot (all CPUs, from /proc/stat, steal included) and its CPU count."""
+    lines = Path("/proc/stat").read_text().splitlines()
+    fields = lines[0].split()
+    ticks = os.sysconf("SC_CLK_TCK")
+    cpus = sum(1 for line in lines if line.startswith("cpu") and line[3:4].isdigit())
+    return sum(int(fields[index]) for index in (1, 2, 3, 6, 7, 8)) / ticks, cpus

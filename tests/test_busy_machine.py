@@ -55,10 +55,37 @@ def test_a_run_alone_earns_nothing_however_it_queues_behind_itself():
     assert allowance(10.0, Usage(cpu_seconds=1.0, waited_seconds=8.0, machine_busy_seconds=3.5), cap=60) == 2.5
 
 
+def test_others_earn_a_run_time_only_for_load_beyond_all_cpus_but_one():
+    """Issue 56: what others can have cost a run that wants one CPU is the CPU time they used beyond the machine's
+    other CPUs. On 2 CPUs over 10 s, a neighbour that kept one CPU busy (10 CPU-s) left the run a CPU all along:
+    whatever its cgroup's pressure says it waited, it waited for itself."""
+    beside_one_neighbour = Usage(cpu_seconds=3.0, waited_seconds=5.0, machine_busy_seconds=3.0 + 10.0)
+    assert allowance(10.0, beside_one_neighbour, cap=60, cpus=1) == 5.0      # the old bound: others ran 10 s
+    assert allowance(10.0, beside_one_neighbour, cap=60, cpus=2) == 0.0
+    # Others used 14 CPU-s of the 20: 4 beyond one CPU, at most 4 s of the 5 s it waited were theirs.
+    assert allowance(10.0, beside_one_neighbour._replace(machine_busy_seconds=17.0), cap=60, cpus=2) == 4.0
+    # A machine of 8 CPUs that others kept entirely busy: all 5 s.
+    assert allowance(10.0, beside_one_neighbour._replace(machine_busy_seconds=83.0), cap=60, cpus=8) == 5.0
+
+
+def test_the_machine_counts_the_cpus_the_grader_may_use():
+    from grader.sandbox.child.cpu_wait import machine_busy, machine_cpus
+
+    proc = open_proc()
+    try:
+        busy, cpus = machine_busy(proc), machine_cpus(proc)
+    finally:
+        os.close(proc)
+    assert cpus == len(os.sched_getaffinity(0)) and busy > 0
+    deadline = StretchedDeadline(10, 60, lambda: Usage(0.0, 0.0, 0.0))
+    assert deadline.cpus == cpus
+    assert StretchedDeadline(10, 0, lambda: Usage(0.0, 0.0, 0.0)).cpus == 1   # nothing measured without an allowance
+
+
 def test_a_deadline_stretches_by_what_the_run_waited_and_no_further_than_the_cap():
     clock = FakeClock()
     usage = Usage(0.0, 0.0, 0.0)
-    deadline = StretchedDeadline(20, 15, lambda: usage, clock=clock)
+    deadline = StretchedDeadline(20, 15, lambda: usage, clock=clock, cpus=1)
     clock.now += 19
     assert deadline.remaining() == pytest.approx(1)
     usage = Usage(cpu_seconds=8.0, waited_seconds=12.0, machine_busy_seconds=BUSY)   # measured only once 20 s passed
@@ -85,12 +112,13 @@ def test_a_deadline_without_an_allowance_never_measures():
 def test_a_deadline_counts_only_what_happened_after_it_was_set():
     clock = FakeClock()
     usage = Usage(cpu_seconds=3.0, waited_seconds=50.0, machine_busy_seconds=500.0)   # waited before the limit began
-    deadline = StretchedDeadline(10, 60, lambda: usage, clock=clock)
+    deadline = StretchedDeadline(10, 60, lambda: usage, clock=clock, cpus=1)
     clock.now += 10
     usage = Usage(cpu_seconds=5.0, waited_seconds=54.0, machine_busy_seconds=520.0)
     assert deadline.allowance == 0 and deadline.remaining() == pytest.approx(4)
     # A run that starts now (its counters at 0) is given the machine's busy time at its start instead.
-    fresh = StretchedDeadline(10, 60, lambda: Usage(2.0, 4.0, 510.0), clock=clock, start=Usage(0.0, 0.0, 500.0))
+    fresh = StretchedDeadline(10, 60, lambda: Usage(2.0, 4.0, 510.0), clock=clock, start=Usage(0.0, 0.0, 500.0),
+                               cpus=1)
     clock.now += 10
     assert fresh.remaining() == pytest.approx(4) and fresh.allowance == pytest.approx(4)
 

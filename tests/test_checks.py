@@ -593,10 +593,16 @@ def test_memory_checks_in_baseline(assignment, oracles, base_events):
     assert fraction == 0 and "lacks alias_size_in_bytes" in feedback
     fraction, feedback = run("memory_is_two_dicts", [reported[0]])
     assert fraction == 0 and "one entry per executable" in feedback
-    # the two executables' dicts swapped: the first differing figure is named with what the student's own run of
-    # the file shows (the figure they can reproduce), never the grader's offset one
+    # the two executables' dicts swapped (compiled in the other order): said as such, with no figure quoted (never
+    # the grader's offset one)
     fraction, feedback = run("memory_figures_match_compiler", [reported[1], reported[0]])
-    assert fraction == 0 and "temp_size_in_bytes for plain" in feedback
+    assert fraction == 0 and "holds exactly the figures the compiler reported for the remat executable" in feedback
+    assert "order [plain, remat]" in feedback and str(reported[0]["temp_size_in_bytes"]) not in feedback
+    # one figure of another executable, the rest its own: not a swap; the first differing figure is named with what
+    # the student's own run of the file shows (the figure they can reproduce), never the grader's offset one
+    mixed = dict(reported[0], temp_size_in_bytes=reported[1]["temp_size_in_bytes"] + 8)
+    fraction, feedback = run("memory_figures_match_compiler", [mixed, reported[1]])
+    assert fraction == 0 and "temp_size_in_bytes for plain" in feedback and "order" not in feedback
     assert str(MEMORY_PLAIN["temp_size_in_bytes"]) in feedback and "when you run your file" in feedback
     assert str(reported[0]["temp_size_in_bytes"]) not in feedback
     # the real figures typed in (from the lesson's page or a local run): not what this run's compiler reported

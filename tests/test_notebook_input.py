@@ -111,3 +111,30 @@ def test_a_notebook_of_nothing_but_magics_costs_a_bounded_amount(monkeypatch):
     assert len(calls) <= 2 * 2000 + 10                       # the budget: 2000 lines converted per notebook
     assert "too many in this notebook to convert" in notes[0] and "(In [6], line 1)" in notes[0]
     assert cells[4].source.startswith("x0 = 0\n") and cells[5].source.startswith("%time x0 = 0\n")
+
+
+def test_plain_python_cells_skip_the_token_transforms_with_the_same_result(monkeypatch):
+    """A cell with no IPython syntax is kept as it is (one scan, not IPython's tokenizer and an AST walk: a 1 MiB
+    notebook cost its batch's parent 4 CPU-s in them). The result is what the full conversion gives, for every code
+    cell of the corpus's notebooks and for cells that only look like IPython (`!=`, `%` formatting, `?` in strings)."""
+    import re
+    from pathlib import Path
+
+    import grader.intake.ipython_cells as ipython_cells
+
+    corpus = Path(__file__).parent / "assignments" / "performance-05" / "corpus"
+    cells = [cell.source for path in sorted(corpus.glob("*.ipynb"))
+             for cell in _cells_or_none(path.read_text(encoding="utf-8"), notebook_cells)]
+    cells += ["if a != b:\n    s = '%d items' % n\nprint('why?')\n", "  x = 1\n  y = x % 2\n",
+              ">>> z = 3\n", "d = {'a?': 1}\n", "x = 1 if y else 2  # really?\n"]
+    fast = [cell_python(cell) for cell in cells]
+    monkeypatch.setattr(ipython_cells, "IPYTHON_SYNTAX", re.compile(""))   # every cell through the full path
+    assert fast == [cell_python(cell) for cell in cells]
+    assert len(cells) > 50
+
+
+def _cells_or_none(text, reader):
+    try:
+        return reader(text)[0]
+    except Exception:   # a corpus notebook that is not readable on purpose
+        return []

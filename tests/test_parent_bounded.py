@@ -344,3 +344,60 @@ def test_a_run_writing_a_byte_at_a_time_wakes_the_pump_a_bounded_number_of_times
     assert raw.output_bytes == 20000
     assert len(calls) <= 200 + elapsed / process.SMALL_READ_PAUSE * 1.5 + 100, (len(calls), elapsed)
     assert len(calls) < 10000
+
+
+# ---- one big clean notebook through `grader grade` (issue 56) -------------------------------------------------
+
+def _solution_notebook(extra_cells: list[str]) -> str:
+    """The reference solution as one notebook cell, then `extra_cells` (code that runs cleanly)."""
+    cells = [(ROOT / "solutions" / "performance-05.py").read_text(encoding="utf-8"), *extra_cells]
+    return json.dumps({"cells": [{"cell_type": "code", "source": source, "metadata": {}, "outputs": [],
+                                  "execution_count": None} for source in cells],
+                       "metadata": {}, "nbformat": 4, "nbformat_minor": 5})
+
+
+def _megabyte_of_definitions() -> list[str]:
+    """Distinct code that runs cleanly: long function definitions never called (a few top-level statements per
+    cell, well within the run's data limits), 1 MiB in all, in about 270 cells."""
+    def cell(i):
+        return "".join(f"def value_{i}_{k}(x):\n" + "".join(
+            f"    y{n} = helper_{i}(x.alpha{i}_{k}_{n}(x, {n}), beta_{i} * {n}) + gamma_{i}[{n}]\n" for n in range(10))
+            + "    return y0\n" for k in range(4))
+    cells, total = [], 0
+    while total < 1 << 20:
+        cells.append(cell(len(cells)))
+        total += len(cells[-1])
+    return cells
+
+
+@pytest.mark.slow
+def test_a_clean_megabyte_notebook_costs_its_batch_seconds_and_similar_stays_quick(tmp_path):
+    """Issue 56, end to end: a notebook that runs cleanly and scores full marks, 1 MiB of distinct code, adds under 2
+    CPU-s to its batch's parent (the same batch with the solution as an ordinary notebook is the yardstick), the
+    gradebook files are there when the batch ends, and `grader similar` on its results finishes in seconds."""
+    from grader.cli.main import main
+
+    def batch(name: str, notebook: str) -> tuple[float, Path]:
+        folder = tmp_path / name
+        folder.mkdir()
+        for who in ("ann", "ben"):
+            (folder / f"{who}.py").write_text((ROOT / "solutions" / "performance-05.py").read_text(encoding="utf-8"))
+        (folder / "nora.ipynb").write_text(notebook, encoding="utf-8")
+        out = tmp_path / f"{name}-out"
+        started = time.process_time()
+        assert main(["grade", str(folder), "--out", str(out), "--workers", "2"]) == 0
+        return time.process_time() - started, out
+
+    main_warm = batch("warm", _solution_notebook([]))[0]          # the world and caches warmed: not compared
+    plain_seconds, _ = batch("plain", _solution_notebook([]))
+    cells = _megabyte_of_definitions()
+    while len(_solution_notebook(cells).encode()) > 1 << 20:   # the largest notebook a submission may be
+        cells.pop()
+    big_seconds, out = batch("big", _solution_notebook(cells))
+    record = json.loads((out / "nora.json").read_text())
+    assert record["score"] == record["max_score"], record["messages"]
+    assert big_seconds - plain_seconds < 2.0, (main_warm, plain_seconds, big_seconds)
+    assert (out / "grades.csv").is_file() and (out / "canvas.csv").is_file()
+    started = time.process_time()
+    assert main(["similar", str(out)]) == 0
+    assert time.process_time() - started < 10.0

@@ -58,7 +58,8 @@ def honest_cases() -> dict[str, Path]:
     found = {}
     for expected in sorted(CORPUS.glob("*.expected.toml")):
         name = expected.name.removesuffix(".expected.toml")
-        if name.startswith(("n26_", "e35_", "e39_", "e40_")):   # written in one sitting, each from the solution: not independent
+        if name.startswith(("n26_", "e35_", "e39_", "e40_", "dir55_", "hvp55_", "notebook55_", "resid55_", "panel55_",
+                            "preimport55_", "secrets55_")):   # written in one sitting, each from the solution: not independent
             continue
         if tomllib.loads(expected.read_text()).get("why", "").startswith("honest"):
             entry = next(p for p in [CORPUS / f"{name}.py", CORPUS / f"{name}.ipynb", CORPUS / name] if p.exists())
@@ -579,3 +580,109 @@ def test_a_megabyte_notebook_costs_the_report_seconds_not_minutes(assignment):
     report = build_report(documents, [], Boilerplate([], settings.kgram), settings, EXERCISE, "", settings.threshold)
     assert time.process_time() - started < 6.0
     assert report.documents == len(documents) and not [p for p in report.pairs if p.flagged]
+
+
+def _notebook(cells: list[str]) -> str:
+    return json.dumps({"cells": [{"cell_type": "code", "source": source, "metadata": {}, "outputs": [],
+                                  "execution_count": None} for source in cells],
+                       "metadata": {}, "nbformat": 4, "nbformat_minor": 5})
+
+
+def test_an_earlier_term_costs_what_its_caps_allow_and_is_never_tokenised_again(assignment, tmp_path, monkeypatch):
+    """Issue 56: `grader similar --earlier` carried one term's cost into the next: every run tokenised each earlier
+    file again (0.6 CPU-s for a 1 MiB notebook, with no cap on the files of a term), and read each earlier sidecar
+    and record whole, whatever an older grader had put in them. A term's units are now kept in its sidecars when it
+    is graded and read back; a sidecar or record over its cap is not read, and values are bounded as when written."""
+    from grader.similarity import code_match, store, tokens
+
+    def cell(i: int) -> str:
+        return "".join(f"value_{i}_{n} = helper_{i}(x.alpha{i}_{n}(x, {n}), beta_{i} * {n}) + gamma_{i}[{n}] ** 2\n"
+                       for n in range(40))
+
+    cells, total = [], 0
+    while total < 1 << 20:
+        cells.append(cell(len(cells)))
+        total += len(cells[-1])
+    fall = tmp_path / "fall"
+    fall.mkdir()
+    (fall / "big.ipynb").write_text(_notebook(cells))
+    (fall / "junk.py").write_text(cell(10**7))
+    (fall / "bloated.py").write_text(cell(10**8))
+    earlier = tmp_path / "fall-results"
+    for submission in discover(fall, assignment.submission_filename, 4 << 20):
+        write_sidecar(earlier, submission, None)
+    # What an older grader could leave: a sidecar holding a huge value; a huge record beside an ordinary sidecar.
+    junk = store.sidecar_path(earlier, "junk")
+    data = json.loads(junk.read_text())
+    data["values"] = {"hvp_plain": list(range(2_000_000))}
+    junk.write_text(json.dumps(data))
+    (earlier / "bloated.json").write_text(json.dumps({"submission": "bloated", "status": "graded",
+                                                      "checks": [{"id": "x", "score": 0, "max_score": 1}] * 400_000}))
+    batch, out = tmp_path / "submissions", tmp_path / "results"
+    batch.mkdir()
+    for k in range(3):
+        (batch / f"s{k}.py").write_text(cell(10**6 + k))
+    full_marks_results(assignment, batch, out)
+
+    tokenised: list[int] = []
+    real_all_units = code_match.all_units
+
+    def counting(chunks):
+        tokenised.append(sum(len(chunk.source) for chunk in chunks))
+        return real_all_units(chunks)
+
+    monkeypatch.setattr(code_match, "all_units", counting)
+    tokens._units_of.cache_clear()     # a fresh `grader similar`: nothing remembered from the writes above
+    similarity_for(out, assignment, [])
+    started = time.process_time()
+    report = similarity_for(out, assignment, [earlier])
+    spent = time.process_time() - started
+    print(f"an earlier term with a 1 MiB notebook: {spent:.2f} CPU-s; tokenised: {tokenised}")
+    assert report.earlier == 2, report.notes       # the notebook and bloated.py (without its record); junk left out
+    assert any("junk" in note and "not read" in note for note in report.notes), report.notes
+    assert not [size for size in tokenised if size > 100_000], "an earlier term's file was tokenised again"
+    assert spent < 2.0
+
+
+def test_units_kept_in_a_sidecar_are_the_tokenisers_and_others_are_not_trusted(tmp_path):
+    from grader.similarity.code_match import all_units
+    from grader.similarity.store import decode_units, encode_units
+
+    chunks = [Chunk(1, "import jax\nx = jax.numpy.ones(3)\n"), Chunk(2, "def f(a):\n    return a * 2 + x\n")]
+    units = all_units(chunks)
+    kept = json.loads(json.dumps(encode_units(units)))
+    assert decode_units(kept, len(chunks)) == units
+    assert decode_units(kept, 1) is None                                  # a unit of a chunk the sidecar lacks
+    assert decode_units({**kept, "version": "another"}, len(chunks)) is None
+    assert decode_units({**kept, "words": kept["words"][:1]}, len(chunks)) is None
+    assert decode_units({**kept, "units": [[0, [0], [[1, 5, 2]]]]}, len(chunks)) is None   # lines backwards
+    assert decode_units("nonsense", len(chunks)) is None
+
+
+def test_sidecars_without_units_are_tokenised_within_a_terms_cap_and_kept_by_grader_similar(assignment, tmp_path,
+                                                                                             monkeypatch):
+    """An older grader's sidecars keep no units: an earlier term of them is tokenised up to EARLIER_TOKENISE_BYTES of
+    code (the rest is left out, and said so), and `grader similar` on that term's own folder keeps their units."""
+    from grader.similarity import store
+
+    old, batch, out = tmp_path / "spring", tmp_path / "submissions", tmp_path / "results"
+    for folder in (old, batch):
+        folder.mkdir()
+    for k in range(4):
+        (old / f"o{k}.py").write_text(_own_code(f"old{k}"))
+    (batch / "now.py").write_text(_own_code("now"))
+    full_marks_results(assignment, old, out.with_name("spring-results"))
+    full_marks_results(assignment, batch, out)
+    earlier = out.with_name("spring-results")
+    for path in (earlier / "similarity").glob("*.json"):    # as an older grader wrote them
+        data = json.loads(path.read_text())
+        del data["units"]
+        path.write_text(json.dumps(data))
+    one_file = len(_own_code("old0"))
+    monkeypatch.setattr(store, "EARLIER_TOKENISE_BYTES", 2 * one_file + one_file // 2)
+    report = similarity_for(out, assignment, [earlier])
+    assert report.earlier == 2 and any("without kept units" in note for note in report.notes), report.notes
+    similarity_for(earlier, assignment, [])                   # `grader similar` on that term, with this grader
+    assert all("units" in json.loads(p.read_text()) for p in (earlier / "similarity").glob("*.json"))
+    report = similarity_for(out, assignment, [earlier])
+    assert report.earlier == 4 and not report.notes, report.notes

@@ -29,3 +29,26 @@ def test_the_starter_reads_its_unfinished_exercises_first(tmp_path):
     record = json.loads((tmp_path / "out" / "starter.json").read_text())
     assert record["messages"][0].startswith("Unfinished exercises")
     assert "Read this first" not in (tmp_path / "out" / "done.feedback.md").read_text()
+
+
+def test_errors_from_an_unfinished_exercise_say_so(tmp_path):
+    """Each listed error names the unfinished exercise it comes from, with the evidence (raised inside it, a name it
+    assigns missing, its `...` reaching later code); an error with no such evidence names no cause, and a finished
+    exercise is never blamed."""
+    folder = tmp_path / "submissions"
+    folder.mkdir()
+    starter = (ROOT / "student_templates" / "performance-05.py").read_text()
+    solution = (ROOT / "solutions" / "performance-05.py").read_text()
+    marker = "# BEGIN EXERCISE directional"
+    # memory and the panel finished (the solution's text up to the directional exercise), a mistake of the student's
+    # own just before it, the directional and HVP exercises as the starter leaves them
+    (folder / "half.py").write_text(solution.split(marker)[0] + "ratio = 1 / 0\n" + starter[starter.index(marker):])
+    assert main(["grade", str(folder), "--out", str(tmp_path / "out"), "--workers", "1", "--no-similarity"]) == 0
+    record = json.loads((tmp_path / "out" / "half.json").read_text())
+    [errors] = [m for m in record["messages"] if "statement(s) raised an error" in m]
+    own, _, later = errors.partition("ZeroDivisionError: division by zero")
+    assert own and later.startswith("; line ")     # listed first, with no cause named
+    assert "(from an unfinished exercise: it was raised inside the exercise directional)" in later
+    assert "memory" not in errors and "availability_panel" not in errors
+    [no_errors] = [c for c in record["checks"] if c["id"] == "runs.no_errors"]
+    assert "ZeroDivisionError" in no_errors["feedback"] and "comes from an unfinished" not in no_errors["feedback"]

@@ -23,6 +23,7 @@ import re
 import numpy as np
 
 from grader.api import Missing
+from grader.api.comparisons import compared, equal, in_range, within
 from grader.api.methods import argument_points, batch_rows, vectors
 from grader.api.values import (
     as_number,
@@ -34,6 +35,10 @@ from grader.api.values import (
 )
 
 LABELS = ("plain", "remat")
+# How the tolerances a comparison records (grader.api.comparisons, for `grader explain`) are sized.
+AUTOMATIC_KIND = ("absolute: automatic_tolerance × Σ|gᵢ|, never less than automatic_rounding float32 units of the "
+                  "magnitudes the reverse pass adds up")
+HVP_KIND = "absolute: hvp_tolerance × max|H·d|, never less than hvp_rounding float32 units of max(|H|·|d|)"
 SINGLE = float(np.finfo(np.float32).eps)   # float32's rounding unit: JAX's numbers carry it
 DOUBLE = float(np.finfo(np.float64).eps)
 
@@ -44,21 +49,23 @@ def inputs_are_the_lessons(run, oracle, settings):
     w = run["w"]
     x = as_vector(run["x"], "`x`", settings.width)
     assert isinstance(w, np.ndarray) and w.shape == oracle.w.shape, f"`w` should be a {oracle.w.shape} array; found {describe(w)}."
-    assert np.array_equal(w, oracle.w), (
+    assert equal(w, oracle.w, what="`w` vs the lesson's weights in this run"), (
         "`w` differs from the lesson's weights: compare how your file seeds the random generator and draws, scales "
         "and casts the weights with the lesson's code (inputs, weights and random keys first).")
-    assert np.array_equal(x, oracle.x), "`x` differs from the lesson's input: compare it with the lesson's definition of `x`."
+    assert equal(x, oracle.x, what="`x` vs the lesson's input in this run"), "`x` differs from the lesson's input: compare it with the lesson's definition of `x`."
     return "`w` and `x` are the lesson's inputs."
 
 
 def cotangent_matches_recurrence(run, oracle, settings):
     cotangent = as_vector(run["cotangent"], "`cotangent`", settings.width)
-    ok, worst = close_vectors(cotangent, oracle.gradient, 0.0, oracle.cotangent_share(settings))
+    ok, worst = close_vectors(cotangent, oracle.gradient, 0.0, oracle.cotangent_share(settings),
+                              what="`cotangent` vs the float64 reverse recurrence")
     if ok:
         return "`cotangent` matches the float64 reverse recurrence."
     # said only where this world proves it: autodiff lies `separation` tolerances from the recurrence (oracle.separates)
     follows_autodiff = (oracle.derivatives_changed and oracle.cotangent_separation(settings) >= settings.separation
-                        and close_vectors(cotangent, oracle.autodiff_gradient, 0.0, oracle.cotangent_share(settings))[0])
+                        and close_vectors(cotangent, oracle.autodiff_gradient, 0.0, oracle.cotangent_share(settings),
+                                          what="`cotangent` vs JAX's autodiff in this run (does it follow the changed rules?)")[0])
     assert not follows_autodiff, (
         "`cotangent` follows JAX's autodiff (whose derivative rules differ by tiny amounts in this run), not the "
         "reverse recurrence: compute it with the recurrence written out, x̄ = Wᵀ(h̄ ⊙ (1 − h²)) from 2·h₄, not "
@@ -71,7 +78,8 @@ def cotangent_matches_recurrence(run, oracle, settings):
 
 def _gradient_probe(run, oracle, settings, probe, label):
     gradient = as_vector(run.probe(probe), f"`jax.grad({label})(x)`", settings.width)
-    ok, worst = close_vectors(gradient, oracle.autodiff_gradient, settings.gradient_rtol, settings.gradient_atol_scale)
+    ok, worst = close_vectors(gradient, oracle.autodiff_gradient, settings.gradient_rtol, settings.gradient_atol_scale,
+                              what=f"`jax.grad({label})(x)` vs the reverse recurrence with this run's derivative rules")
     assert ok, (f"`jax.grad({label})(x)` differs from the independent reverse recurrence (its largest difference is "
                 f"{worst:.2g} of the gradient's largest entry). If gradients differ, first compare inputs, weights, random keys and any hidden effects.")
 
@@ -107,7 +115,7 @@ def _reports(run):
 
 
 # A source position as print_saved_residuals names it: "from <file>:<line>:<column> (<function>)".
-POSITION = re.compile(r"(\S+):(\d+):(\d+) \(([^()\n]{0,200})\)")
+POSITION = re.compile(r"(\S*<cell \d+>|\S+):(\d+):(\d+) \(([^()\n]{0,200})\)")   # a cell's name has a space
 
 
 def _positions(lines):
@@ -121,6 +129,12 @@ def _positions_of(lines: tuple[str, ...]) -> tuple[str, ...]:
     return tuple(sorted(match.group(0) for line in lines for match in POSITION.finditer(line[:2000])))
 
 
+def _shown_position(position):
+    """A position as the student knows it: the file's own name (the grader's run compiles the file under a folder
+    named for that run, which every real print_saved_residuals line of the run names)."""
+    return position.rsplit("/", 1)[-1]
+
+
 def _two_line_lists(value):
     return (isinstance(value, (list, tuple)) and len(value) == 2
             and all(isinstance(lines, (list, tuple)) and all(isinstance(line, str) for line in lines) for lines in value))
@@ -129,8 +143,9 @@ def _two_line_lists(value):
 def _printed_for_own_functions(run, reports):
     """`reports` must be what print_saved_residuals printed in this run for the file's own `plain` and `remat`: the
     residual_reports probe asks JAX the same about them, and each list must name the same source positions (where
-    in the file each saved value is computed). Lines pasted from the lesson page name the page's positions, and
-    made-up lines none. Any answer of the probe in the run counts (the file may change its functions later); a JAX
+    in the file each saved value is computed). Lines pasted from the lesson page name the page's positions,
+    made-up lines none, and lines typed in with this file's own positions miss the folder named for this run that
+    the grader's run compiles the file under (grader/runs/jobs.py, `code_tag`). Any answer of the probe in the run counts (the file may change its functions later); a JAX
     that cannot be asked (the probe answers None) leaves the reports unjudged by this."""
     history = run.snapshot.probe_history.get("residual_reports", [])
     assert history, ("The grader could not ask JAX about your `plain` and `remat` at `x` (they were never all "
@@ -146,8 +161,15 @@ def _printed_for_own_functions(run, reports):
         return
     latest = [_positions(lines) for lines in printed[-1]]
     index = next((i for i in range(2) if wanted[i] != latest[i]), 0)
-    named = ", ".join(f"`{p}`" for p in sorted(set(wanted[index]))[:2]) or "no source position"
-    truth = ", ".join(f"`{p}`" for p in sorted(set(latest[index]))[:2]) or "none"
+    named = ", ".join(f"`{_shown_position(p)}`" for p in sorted(set(wanted[index]))[:2]) or "no source position"
+    truth = ", ".join(f"`{_shown_position(p)}`" for p in sorted(set(latest[index]))[:2]) or "none"
+    if named == truth:   # the right places, but not under the name the grader's run gave the file: not printed here
+        raise AssertionError(
+            f"Your {LABELS[index]} residual list names {named}, but its lines are not what print_saved_residuals "
+            f"prints when the grader runs your file: every line it prints there names the file as that run does, and "
+            f"yours do not, so they were not printed by this run. Build each list from the lines "
+            f"print_saved_residuals(fn, x) prints for your `plain` and `remat` when the file runs, not from text "
+            f"written into the file.")
     raise AssertionError(
         f"Your {LABELS[index]} residual list is not what print_saved_residuals prints for your own "
         f"`{LABELS[index]}` in this run: its lines name {named}, where JAX names {truth} for your functions here. "
@@ -170,7 +192,8 @@ def report_lengths_match_live_counts(run, oracle, settings):
     reports = _reports(run)
     counts = [len(lines) for lines in reports]
     expected = oracle.residual_counts
-    assert counts == expected, (
+    assert equal(counts, expected, what="the lengths of your residual lists [plain, remat] vs the installed JAX's",
+                 unit="lines"), (
         f"Your residual lists have {counts[0]} and {counts[1]} entries; the installed JAX saves {expected[0]} (plain) "
         f"and {expected[1]} (remat). Count every non-empty line print_saved_residuals prints for each policy.")
     _printed_for_own_functions(run, reports)
@@ -238,17 +261,27 @@ def memory_figures_match_compiler(run, oracle, settings):
     """Feedback quotes the figures the student sees: in the file as written, what their own run of the file reports
     (the grader's run offsets every figure by an amount only it knows, never quoted); elsewhere, that run's."""
     as_written = run.scenario == "baseline"
-    for index, (label, entry, expected) in enumerate(_memory_entries(run, oracle, strict=as_written)):
+    entries = _memory_entries(run, oracle, strict=as_written)
+    for index, (label, entry, expected) in enumerate(entries):
         if expected is None:
             continue
         assert isinstance(entry, dict), f"{_reported(run)} for the {label} executable; its entry in `memory` is {describe(entry)}, not a dict."
         recorded = {name: _byte_count(entry.get(name)) for name in settings.memory_fields}
         wrong = [name for name in settings.memory_fields if recorded[name] != expected[name]]
+        equal([recorded[name] for name in settings.memory_fields], [expected[name] for name in settings.memory_fields],
+              what=f"the {label} executable's figures {settings.memory_fields} vs the compiler's in this run",
+              unit="bytes")
         if not wrong:
             continue
         seen = oracle.real_memory[index] if as_written and oracle.real_memory[index] is not None else expected
         where = ("when you run your file (the grader's run reports every figure offset by an amount only it knows, so "
                  "only a figure read in the run passes)" if seen is not expected else "in this run")
+        crossed = [other for other, (_, _, figures) in zip(LABELS, entries) if other != label and figures is not None
+                   and all(recorded[name] == figures[name] for name in settings.memory_fields)]
+        assert not crossed, (
+            f"The {label} entry of `memory` holds exactly the figures the compiler reported for the {crossed[0]} "
+            f"executable: `memory` should follow the order [plain, remat]. Compile and record the executables in that "
+            "order (for fn in (plain, remat)).")
         swapped = [(name, other) for name in wrong for other in settings.memory_fields
                    if other != name and recorded[name] == expected[other]]
         assert not swapped, (
@@ -373,7 +406,7 @@ def second_panel_is_bytes(run, oracle, settings):
     else:
         expected = [entry["temp_size_in_bytes"] for entry in oracle.memory]
         source = "the compiled temporary bytes"
-    assert y == expected, (
+    assert equal(y, expected, what=f"the second panel's bars vs {source}", unit="bytes"), (
         f"When every analysis is available the second panel should show {source}, {expected}; found y = {y!r}. "
         "Keep the lesson's code that draws it from `memory`.")
     return "The available case draws the temporary-byte panel."
@@ -400,11 +433,13 @@ def eps_is_a_sensible_step(run, oracle, settings):
     eps = as_number(run["eps"], "`eps`")
     assert math.isfinite(eps) and eps > 0, f"`eps` should be a positive step; found {eps!r}."
     if _evaluated_in_float64(run, oracle, settings, eps):
-        assert settings.eps_min_float64 <= eps <= settings.eps_max, (
+        assert in_range(eps, settings.eps_min_float64, settings.eps_max, what="`eps` vs the sensible float64 steps",
+                        unit="(a step along v, units of x)"), (
             f"`eps` = {eps:g} is outside [{settings.eps_min_float64:g}, {settings.eps_max:g}]: even in float64, which "
             "your central difference used, a smaller step drowns in rounding error and a larger one in truncation error.")
         return f"`eps` = {eps:g} is a sensible step for the float64 evaluations your central difference used."
-    assert settings.eps_min <= eps <= settings.eps_max, (
+    assert in_range(eps, settings.eps_min, settings.eps_max, what="`eps` vs the sensible float32 steps",
+                    unit="(a step along v, units of x)"), (
         f"`eps` = {eps:g} is outside [{settings.eps_min:g}, {settings.eps_max:g}]: with the lesson's float32 "
         "evaluations a smaller step drowns in rounding error and a larger one in truncation error (if you evaluated "
         "in float64, `finite` did not come out as a float64 central difference at this step).")
@@ -417,7 +452,9 @@ def automatic_is_gradient_dot_ones(run, oracle, settings):
     gradient = oracle.autodiff_gradient
     tolerance = oracle.automatic_tolerance(settings)
     expected = float(gradient.sum())
-    if abs(automatic - expected) <= tolerance:
+    if within(automatic, expected, tolerance, what="`automatic` vs JAX's autodiff of the objective in this run, "
+              "gradient · (1,…,1)", tolerance_kind=AUTOMATIC_KIND,
+              unchanged=float(oracle.gradient.sum()) if oracle.derivatives_changed else None):
         return "`automatic` is JAX's autodiff of the objective, dotted with the all-ones direction."
     raise AssertionError(_automatic_diagnosis(run, oracle, settings, automatic, expected, tolerance))
 
@@ -431,7 +468,8 @@ def _automatic_diagnosis(run, oracle, settings, automatic, expected, tolerance):
                 "difference quotient, not automatic differentiation. Differentiate the objective with JAX and take the "
                 "dot product with the all-ones direction.")
     exact = float(oracle.gradient.sum())
-    if abs(automatic - exact) <= tolerance:
+    if within(automatic, exact, tolerance, what="`automatic` vs the unchanged objective's exact directional derivative "
+              "(what a value not following this run's rules gives)", tolerance_kind=AUTOMATIC_KIND):
         return (f"`automatic` = {fmt(automatic)} is the directional derivative of the unchanged objective, but not what "
                 f"JAX's automatic differentiation of the objective returned in this run ({fmt(expected)}): the grader's "
                 "variant run changes JAX's derivative rules by tiny amounts, and your value did not follow them. The "
@@ -466,6 +504,11 @@ def _closest(value, candidates):
     return min(abs(value - c) for c in candidates)
 
 
+def _nearest(value, candidates):
+    """The candidate `_closest` measures the distance to."""
+    return min(candidates, key=lambda c: abs(value - c))
+
+
 def finite_is_central_difference(run, oracle, settings):
     """`finite` must be the central difference of the objective as this run evaluates it, at the reported eps. Where
     the scenario changes the evaluations, that value is told from every slope written down without evaluating
@@ -478,7 +521,11 @@ def finite_is_central_difference(run, oracle, settings):
     honest = oracle.central_differences(eps)
     unconfirmed = None
     for name, units, unit in (("float64", settings.finite_noise_float64, DOUBLE), ("float32", settings.finite_noise_float32, SINGLE)):
-        if _closest(finite, honest) > oracle.finite_noise(eps, units, unit):
+        if not within(finite, _nearest(finite, honest), oracle.finite_noise(eps, units, unit),
+                      what=f"`finite` vs the central difference of this run's evaluations at your eps, with {name} "
+                      "rounding", tolerance_kind=f"absolute: finite_noise_{name} rounding units of the largest |f| "
+                      "evaluated, over eps", unchanged=(oracle.central_differences(eps, oracle.unchanged)[0]
+                                                        if oracle.values_changed else None)):
             continue
         in_range = unit == DOUBLE or settings.eps_min <= eps <= settings.eps_max   # where suitable worlds separate it
         if not oracle.values_changed or (in_range and oracle.finite_separation(eps, settings, unit) >= settings.separation):
@@ -505,7 +552,8 @@ def _other_step(run, oracle, settings, eps):
     """What to tell a run whose own points show a central difference at another step than the `eps` it reports (its
     value agrees with the one at `eps` only within rounding), else None. Said only when the run's evidence is
     complete and it made points along the direction both ways at some step, never at `eps`: a sweep of several
-    steps that includes `eps` is the reported step's difference."""
+    steps that includes `eps` is the reported step's difference. A step of length `eps` along the unit vector
+    v/|v| (the points x ± (eps/|v|)·v, the difference then scaled by |v|) reports its step as honestly."""
     if run.evidence_gaps("finite") is not None:
         return None
     direction = np.ones(settings.width)   # the exercise's v, as the value check's central differences take it
@@ -515,7 +563,9 @@ def _other_step(run, oracle, settings, eps):
         return aside
     used, rounding = _both_way_steps(points, oracle, settings, direction)
     scale = float(np.max(np.abs(direction))) or 1.0
-    if not used or any(abs(h - eps) <= 1e-2 * eps + 2 * rounding / scale for h in used):
+    length = float(np.linalg.norm(direction))
+    if not used or any(abs(h * size - eps) <= 1e-2 * eps + 2 * rounding * size / scale
+                       for h in used for size in (1.0, length)):
         return None
     shown = ", ".join(f"{h:.3g}" for h in used[:4])
     return (f"`eps` = {eps:g}, but your run made the points x ± h·v only for h = {shown}, never for h = {eps:g}: "
@@ -718,14 +768,24 @@ def _candidate_directions(run, settings, name):
     return found
 
 
-def _matching(value, hessian, directions, share, oracle, settings):
+def _matching(value, hessian, directions, share, oracle, settings, what="", without=None):
     """The first direction d with max|value - H d| within its allowance (a `share` of max|H d|, never less than the
-    rounding of the magnitudes the product adds up: oracle.hvp_allowances), one matrix product for all of them."""
+    rounding of the magnitudes the product adds up: oracle.hvp_allowances), one matrix product for all of them.
+    With `what`, the comparison along that direction (or the closest one) is recorded for `grader explain`, with
+    `without @ d` as what a value not following this run's change gives."""
     if not directions:
         return None
     stacked = np.stack(directions)
     error = np.max(np.abs(stacked @ hessian.T - value), axis=1)
-    hits = np.flatnonzero(error <= oracle.hvp_allowances(hessian, stacked, share, settings))
+    allowances = oracle.hvp_allowances(hessian, stacked, share, settings)
+    hits = np.flatnonzero(error <= allowances)
+    if what:
+        with np.errstate(all="ignore"):
+            best = int(hits[0]) if hits.size else int(np.nanargmin(np.where(allowances > 0, error / allowances, np.inf)))
+        compared(f"{what}, d the {'first matching' if hits.size else 'closest'} of {len(directions)} candidate "
+                 "directions", value, hessian @ stacked[best], error[best], allowances[best], bool(hits.size),
+                 measure="max|student − H·d| over the entries", tolerance_kind=HVP_KIND,
+                 unchanged=without @ stacked[best] if without is not None else None)
     return directions[int(hits[0])] if hits.size else None
 
 
@@ -734,7 +794,10 @@ def _explained_by(run, oracle, settings, name, checkpointed):
     objective returned in this run, or None: a vector the file made, else the tangent both HVPs reveal together."""
     value = _hvp(run, settings, name)
     found = _matching(value, oracle.hessian(checkpointed), _candidate_directions(run, settings, name),
-                      settings.hvp_tolerance, oracle, settings)
+                      settings.hvp_tolerance, oracle, settings,
+                      what=f"`{name}` vs H·d, H the Hessian of `{'remat' if checkpointed else 'plain'}` in this run",
+                      without=(oracle.hessian(False) if checkpointed else oracle.true_hessian)
+                      if oracle.derivatives_changed else None)
     if found is not None:
         return found
     revealed = _revealed_jointly(run, oracle, settings)
@@ -761,8 +824,14 @@ def _revealed_jointly(run, oracle, settings):
         return None
     allowance = max(float(oracle.hvp_allowances(h, tangent, settings.hvp_tolerance, settings)[0])
                     for h in (ordinary, rematerialized))
-    if (np.max(np.abs(ordinary @ tangent - plain)) > allowance
-            or np.max(np.abs(rematerialized @ tangent - remat)) > allowance):
+    plain_off = float(np.max(np.abs(ordinary @ tangent - plain)))
+    remat_off = float(np.max(np.abs(rematerialized @ tangent - remat)))
+    for label, off, hessian, without, value in (("hvp_plain", plain_off, ordinary, unchanged, plain),
+                                                ("hvp_remat", remat_off, rematerialized, ordinary, remat)):
+        compared(f"`{label}` vs H·v along the tangent v that `hvp_plain` reveals (solved from it)", value,
+                 hessian @ tangent, off, allowance, off <= allowance, measure="max|student − H·v| over the entries",
+                 tolerance_kind=HVP_KIND, unchanged=without @ tangent if oracle.derivatives_changed else None)
+    if plain_off > allowance or remat_off > allowance:
         return None
     changed = not np.array_equal(ordinary, unchanged)
     apart = settings.separation * allowance
@@ -807,7 +876,8 @@ def _hvp_diagnosis(run, oracle, settings, name, checkpointed):
                 "second-order autodiff returned in this run: the grader's variant run changes JAX's derivative rules "
                 "by tiny amounts, and your value did not follow them. Differentiate the gradient of "
                 f"{objective} with JAX.")
-    gradient_like = close_vectors(value, oracle.autodiff_gradient, settings.hvp_approximate_fraction, 0.0)[0]
+    gradient_like = close_vectors(value, oracle.autodiff_gradient, settings.hvp_approximate_fraction, 0.0,
+                                  what=f"`{name}` vs the gradient (is it a gradient, not an HVP?)")[0]
     assert not gradient_like, f"`{name}` equals the gradient, not a Hessian-vector product: differentiate the gradient once more."
     if _matching(value, oracle.hessian(checkpointed), candidates, settings.hvp_approximate_fraction, oracle,
                  settings) is not None:

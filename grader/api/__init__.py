@@ -1,4 +1,5 @@
-"""What check authors import: value coercions (`values`) and method-evidence questions (`methods`).
+"""What check authors import: value coercions (`values`), method-evidence questions (`methods`) and comparisons that
+record themselves for the instructor's `grader explain` (`comparisons`).
 
 How to write a check, what `run` offers and how to credit a method by origin rather than presence:
 docs/writing-checks.md.

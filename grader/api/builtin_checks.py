@@ -44,6 +44,10 @@ def no_statement_failed(run: Any, oracle: Any, settings: Any) -> str:
         kind = ("ran out of time" if first.status == "timeout"
                 else f"raised {first.raised['type']}: {clip(first.raised['message'], 300)}")
         more = f" ({len(failures) - 1} more statement(s) failed after it)" if len(failures) > 1 else ""
+        cause = getattr(run, "unfinished_cause", lambda statement: "")(first)
+        if cause:
+            raise AssertionError(f"The statement at {failure_place(first)} {kind}{more}. It comes from an unfinished "
+                                 f"exercise ({cause}): finish that exercise first.")
         raise AssertionError(f"The statement at {failure_place(first)} {kind}{more}. Read the traceback in your output "
                              "and fix the first error first.")
     return "Every top-level statement ran without an error."

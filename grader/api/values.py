@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from grader.api.comparisons import RELATIVE, compared
 from grader.runs.snapshot import Missing, Opaque
 
 __all__ = ["Missing", "Opaque", "as_number", "as_vector", "close_vectors", "describe", "fmt", "plain_data",
@@ -146,11 +147,21 @@ def as_vector(value: Any, label: str, length: int | None = None, finite: bool = 
     return vector
 
 
-def close_vectors(actual: Any, expected: Any, rtol: float, atol_scale: float) -> tuple[bool, float]:
+def close_vectors(actual: Any, expected: Any, rtol: float, atol_scale: float, what: str = "") -> tuple[bool, float]:
     """Elementwise |a - e| <= rtol*|e| + atol_scale*max|e|; also returns the worst error relative to max|e|.
 
     Arrays of different shapes, or that are not real numbers (complex ones included: their imaginary part would
-    be dropped), are not close (False, inf): never an error."""
+    be dropped), are not close (False, inf): never an error. While grading, the comparison is recorded for `grader
+    explain` (`what`: what was compared with what, in words; grader.api.comparisons)."""
+    ok, worst = _closeness(actual, expected, rtol, atol_scale)
+    kind = (RELATIVE if not rtol else f"elementwise {rtol:g}·|expected| + {atol_scale:g}·max|expected|, so at most "
+            f"{rtol + atol_scale:g} of max|expected|")
+    compared(what or "vectors compared", actual, expected, worst, atol_scale if not rtol else rtol + atol_scale, ok,
+             measure="max|student − expected| / max|expected|", tolerance_kind=kind)
+    return ok, worst
+
+
+def _closeness(actual: Any, expected: Any, rtol: float, atol_scale: float) -> tuple[bool, float]:
     try:
         with np.errstate(all="ignore"):
             a, e = np.asarray(actual), np.asarray(expected)

@@ -16,7 +16,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from grader.cli.explain_view import score_line, world_lines
 from grader.common.last_results import results_folder
+from grader.config.late import TARGET as LATE
 from grader.model.record import Record, held_checks, record_from_json
 from grader.outputs.adjustments import apply
 from grader.outputs.adjustments_file import Adjustment, AdjustmentsError, path_in, read, write
@@ -42,7 +44,8 @@ def add_commands(commands) -> None:
     adjust = commands.add_parser("adjust", help="record an instructor's adjustment of a score (kept in "
                                  "OUT/adjustments.toml and applied by every `grader grade`)")
     adjust.add_argument("student", nargs="?", help="the submission id, as in grades.csv")
-    adjust.add_argument("check", nargs="?", help=f"a check id, or `{WHOLE}` for the whole submission")
+    adjust.add_argument("check", nargs="?", help=f"a check id, `{WHOLE}` for the whole submission, or `{LATE}` for "
+                        f"the late penalty (a deduction: --set 0 waives it, --set -5 makes it 5 points, +2 gives 2 back)")
     adjust.add_argument("points", nargs="?", help="points to add, always signed: +2 adds two, -1.5 takes one and a half "
                         "off (a bare number is refused: say --set to set a score)")
     adjust.add_argument("--set", dest="set_to", metavar="SCORE", help="set the score of CHECK (or the whole submission) "
@@ -95,13 +98,17 @@ def adjust_command(args) -> int:
         print(f"grader: no record of {args.student} in {args.out}: grade the class first (or give --out)", file=sys.stderr)
         return 2
     ids = [c["id"] for c in record["checks"]]
-    if check is not None and check not in ids and not args.remove:
+    if check is not None and check not in ids and check != LATE and not args.remove:
         print(f"grader: {args.student}'s record has no check {check} (its checks: {', '.join(ids)}; "
-              f"`{WHOLE}` for the whole submission)", file=sys.stderr)
+              f"`{WHOLE}` for the whole submission, `{LATE}` for the late penalty)", file=sys.stderr)
+        return 2
+    if check == LATE and "late" not in record and not (args.remove or args.confirm):
+        print(f"grader: {args.student}'s record has no late penalty (no [late] policy in assignment.toml, or the "
+              "submission was on time or its time is unknown); adjust the whole submission instead", file=sys.stderr)
         return 2
     existing = next((a for a in adjustments if a.key == (args.student, check)), None)
     others = [a for a in adjustments if a.key != (args.student, check)]
-    what = f"{args.student}, {check or 'whole submission'}"
+    what = f"{args.student}, {'total after the late penalty' if check == LATE else check or 'whole submission'}"
     if args.remove or args.confirm:
         if existing is None:
             print(f"grader: no adjustment of {what} in {path_in(args.out)}", file=sys.stderr)
@@ -119,6 +126,10 @@ def adjust_command(args) -> int:
         print("grader: give --reason TEXT (the reason is shown to the student)", file=sys.stderr)
         return 2
     kind, points = parsed
+    if check == LATE and kind == "set" and points > 0:
+        print(f"grader: the late penalty is a deduction: --set -{points:g} makes it {points:g} points, --set 0 waives "
+              "it", file=sys.stderr)
+        return 2
     made = Adjustment(args.student, check, kind, points, args.reason.strip(), args.who or _user(),
                       datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"), record.get("sha256", ""))
     kept = [made if a is existing else a for a in adjustments] if existing else [*adjustments, made]
@@ -159,7 +170,7 @@ def _scores(record: Record, before: list[Adjustment], after: list[Adjustment], c
     points (an adjustment that would wait for confirmation changes nothing yet)."""
     def score(adjustments: list[Adjustment]) -> tuple[float, float]:
         adjusted = apply(record, adjustments)
-        if check is None:
+        if check is None or check == LATE:   # the late penalty: the total it leaves
             return float(adjusted["score"]), float(adjusted["max_score"])
         found = next(c for c in adjusted["checks"] if c["id"] == check)
         return float(found["score"]), float(found["max_score"])
@@ -250,17 +261,11 @@ def explanation_text(record: Record, check_ids: list[str]) -> str:
         worlds = explanations.get(check["id"]) or {}
         if not worlds:
             lines += ["   feedback: " + _indented(check["feedback"])]
+        else:
+            lines.append(score_line(check, len(worlds)))
         for scenario, entry in worlds.items():
             run: dict[str, Any] = dict(runs.get(scenario) or {})
-            seed = entry.get("seed", run.get("seed"))
-            lines.append(f"   -- {scenario} world (seed {seed}): {float(entry.get('score_fraction', 0.0)):.3g} of the points")
-            lines.append("      feedback: " + _indented(str(entry.get("feedback", "")), 16))
-            for name, value in (entry.get("values") or {}).items():
-                lines.append(f"      student's {name}: {_shown(value)}")
-            for key, value in (entry.get("settings") or {}).items():
-                lines.append(f"      setting {key} (assignment.toml): {_shown(value)}")
-            for key, value in (entry.get("details") or {}).items():
-                lines.append(f"      {key}: {_shown(value)}")
+            lines += world_lines(scenario, entry.get("seed", run.get("seed")), entry, float(check["max_score"]))
     return "\n".join(lines)
 
 

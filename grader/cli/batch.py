@@ -30,6 +30,7 @@ from grader.grading.warm_up import WarmUp, warmed_up
 from grader.grading.world_check import MAX_REJECTED_WORLDS, WorldRejected, WorldVerdict, too_many_rejected
 from grader.intake.discovery import Submission, discover
 from grader.lms.canvas import Roster
+from grader.lms.late import TimesError, class_times
 from grader.model.record import Record, record_from_json
 from grader.outputs.adjustments import ClassAdjustments, summarize
 from grader.outputs.adjustments_file import AdjustmentsError
@@ -76,8 +77,10 @@ def previous_record(out: Path, submission: Submission, assignment: Assignment) -
 def grade_folder(assignment: Assignment, folder: Path, out: Path, workers: int | None = None, regrade: bool = False,
                  variant_seed: int | None = None, progress: Progress | Callable[[str], None] | None = None,
                  roster: Path | None = None, similarity: SimilarityOptions | None = None,
-                 cache: Path | None = None, scheduler: Scheduler | None = None) -> BatchResult:
-    """`cache`: the cache folder holding the warm state (default: the user's, grader/common/user_cache.py).
+                 cache: Path | None = None, scheduler: Scheduler | None = None, times: Path | None = None) -> BatchResult:
+    """`times`: when each was submitted, for the [late] policy (lms/late.py; default: a Gradescope export's
+    submission_metadata.yml in `folder`).
+    `cache`: the cache folder holding the warm state (default: the user's, grader/common/user_cache.py).
     `scheduler`: grade on a Dask cluster (its address, a distributed.Client or a cluster object; grader/cli/cluster.py)
     instead of here: only the per-submission grading moves, everything else stays in this process."""
     started = time.monotonic()
@@ -85,7 +88,8 @@ def grade_folder(assignment: Assignment, folder: Path, out: Path, workers: int |
     progress = progress if isinstance(progress, Progress) else (Progress.lines(progress) if progress else Progress())
     try:   # before anything is written: a malformed file stops the batch and changes nothing
         adjustments = read_adjustments(out)
-    except AdjustmentsError as error:
+        submitted = class_times(folder, times)
+    except (AdjustmentsError, TimesError) as error:
         raise ConfigError(f"{error}; nothing was graded or changed") from None
     submissions = discover(folder, assignment.submission_filename,
                            assignment.max_submission_bytes, exclude=out)
@@ -118,7 +122,7 @@ def grade_folder(assignment: Assignment, folder: Path, out: Path, workers: int |
             return remote.figures[record_seed]
         return WarmState(assignment, cache).figures(seed_map(assignment, record_seed), record_seed)
 
-    files = BatchFiles(out, assignment, figures_for, adjustments)
+    files = BatchFiles(out, assignment, figures_for, adjustments, submitted)
     for submission, record in kept:
         try:
             record = files.reused(record)

@@ -2,7 +2,8 @@
 `grader build` to regenerate the student starters from the reference solution, `grader validate` to check an
 assignment's configuration and that its reference solution scores full marks, `grader new LESSON` to start a
 lesson from a working skeleton; `grader adjust` records an instructor's decision about a score (applied by every
-`grader grade`) and `grader explain` says what each check compared in each world.
+`grader grade`) and `grader explain` says what each check compared in each world; `grader release` puts each
+student's feedback page where that student sees it (Canvas).
 
 Every command that grades or builds takes the assignment explicitly (an id, or the path of its folder) or infers
 it when exactly one exists under `<root>/assignments/`; with several, it stops and lists them."""
@@ -20,6 +21,7 @@ from grader.authoring.build import BuildError, build
 from grader.authoring.new_lesson import NewLessonError, new_lesson
 from grader.cli.adjust import add_commands, adjust_command, explain_command
 from grader.cli.batch import grade_folder
+from grader.cli.release import add_release_command, release_command
 from grader.cli.similar import add_similarity_options, options_from, own_class_among, similar_command
 from grader.cli.trial import trial_grading
 from grader.cli.worlds import add_worlds_arguments, worlds_command
@@ -60,6 +62,10 @@ def _main(argv: list[str] | None = None) -> int:
                                 "[assignment] all_scenarios = true does the same)")
     grade_cmd.add_argument("--variant-seed", type=int, default=None, help="fix the variant scenario's seed (default: random)")
     grade_cmd.add_argument("--roster", type=Path, help="a Canvas gradebook export (CSV) whose students fill canvas.csv")
+    grade_cmd.add_argument("--times", type=Path, metavar="FILE", help="when each was submitted, for the [late] policy "
+                           "of assignment.toml: a CSV with the columns submission (id, folder name or Canvas user id) "
+                           "and submitted_at (ISO 8601 with offset), or a Gradescope export's submission_metadata.yml "
+                           "(default: SUBMISSIONS/submission_metadata.yml when there)")
     grade_cmd.add_argument("--cache-dir", type=Path, help=CACHE_HELP)
     grade_cmd.add_argument("--allow-weak-isolation", action="store_true", help=WEAK_OPTION_HELP)
     grade_cmd.add_argument("--scheduler", metavar="ADDRESS", help="grade on the Dask cluster whose scheduler is at ADDRESS "
@@ -108,6 +114,7 @@ def _main(argv: list[str] | None = None) -> int:
     add_worlds_arguments(worlds_cmd)
 
     add_commands(commands)   # adjust, explain: the instructor's, on a results folder (no assignment, no grading)
+    add_release_command(commands)   # release: each student's page to the LMS, from a results folder
 
     args = parser.parse_args(argv)
     if getattr(args, "cache_dir", None):
@@ -116,6 +123,8 @@ def _main(argv: list[str] | None = None) -> int:
         return _new(args)
     if args.command in ("adjust", "explain"):
         return adjust_command(args) if args.command == "adjust" else explain_command(args)
+    if args.command == "release":
+        return release_command(args)
     try:
         which = _which_assignment(args)
     except ConfigError as error:   # which assignment is a usage question, for every command: exit 2
@@ -265,6 +274,9 @@ def _grade(assignment, args) -> int:
     if args.roster is not None and not args.roster.is_file():
         print(f"grader: the roster {args.roster} is not a file", file=sys.stderr)
         return 2
+    if args.times is not None and not args.times.is_file():
+        print(f"grader: the times file {args.times} is not a file", file=sys.stderr)
+        return 2
     out = args.out or folder.resolve().parent / "results"
     refused = unsupported_jax() or own_class_among(args.earlier, out, folder)
     if refused:
@@ -273,7 +285,8 @@ def _grade(assignment, args) -> int:
     assignment.all_scenarios = assignment.all_scenarios or args.all_runs
     try:
         result = grade_folder(assignment, folder, out, args.workers, args.regrade, args.variant_seed,
-                              roster=args.roster, similarity=options_from(args), scheduler=args.scheduler)
+                              roster=args.roster, similarity=options_from(args), scheduler=args.scheduler,
+                              times=args.times)
     except ConfigError as error:
         print(f"grader: {error}", file=sys.stderr)
         return 2

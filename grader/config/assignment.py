@@ -14,6 +14,7 @@ from __future__ import annotations
 import ast
 import hashlib
 import importlib.util
+import json
 import sys
 import types
 from collections.abc import Callable
@@ -347,9 +348,13 @@ def _read_optional(path: Path) -> str:
 def _fingerprint(a: Assignment) -> str:
     """Changes whenever anything that can change a grade changes (config, checks, oracle, child code, solution)."""
     digest = hashlib.sha256()
-    for path in sorted(a.folder.glob("*.py")) + [a.folder / "assignment.toml", a.solution_path]:
+    for path in sorted(a.folder.glob("*.py")) + [a.solution_path]:
         if path.is_file():
             digest.update(path.name.encode() + b"\0" + path.read_bytes())
+    # assignment.toml as read, less [late]: the late policy is applied as results are written (config/late.py), so
+    # changing it re-grades nobody
+    graded = {name: table for name, table in a.config.items() if name != "late"}
+    digest.update(b"assignment.toml\0" + json.dumps(graded, sort_keys=True, default=str).encode())
     package = PACKAGE_DIR
     for path in sorted(package.rglob("*.py")):     # the child's code (grader/sandbox/child/) changes grades too
         digest.update(path.relative_to(package).as_posix().encode() + b"\0" + path.read_bytes())

@@ -21,6 +21,7 @@ from typing import Any
 from grader.config.check_functions import BUILTIN_PREFIX, builtin_names, check_function
 from grader.config.child_code import derived_parameters, probe_problems, setup_problems
 from grader.config.evidence_use import evidence_problems
+from grader.config.late import late_problems
 from grader.config.scenario_rules import fact_setup_problems, replay_problems, scenario_problems
 from grader.config.similarity import similarity_problems
 from grader.config.table_rules import is_number, is_string_list, unknown_keys
@@ -34,7 +35,7 @@ EVIDENCE_BOUNDS = ("max_evaluations", "max_evaluations_per_statement", "max_sigh
 BINDING_RULES = ("first", "last", "last number", "last vector")   # or "as_of <name>"
 
 TABLES = ("assignment", "parameters", "tolerances", "scenarios", "groups", "checks", "limits", "evidence",
-          "bindings", "exercise_bindings", "report", "starter", "lms", "similarity", "replays")
+          "bindings", "exercise_bindings", "report", "starter", "lms", "similarity", "replays", "units", "late")
 REQUIRED_TABLES = ("assignment", "parameters", "scenarios", "groups", "checks")
 ASSIGNMENT_KEYS = {"id": "", "title": "", "solution": "solutions/<id>.py (the reference solution, relative to the project root)",
                    "submission_filename": "", "max_submission_bytes": "1048576 (larger files are not run)",
@@ -119,6 +120,9 @@ def config_problems(config: dict[str, Any], folder_name: str) -> list[str]:
                  "so a name may be in only one; rename it or remove it from one table" for name in parameters if name in tolerances]
     problems += [f"[tolerances] {name} = {value!r}: a tolerance must be a number >= 0; set it to a number, "
                  "e.g. 1e-5" for name, value in tolerances.items() if not (is_number(value) and value >= 0)]
+    problems += [f"[units] {name} = {unit!r}: a unit names a [parameters] or [tolerances] entry and is text (e.g. "
+                 '"bytes"); fix the name or quote the unit' for name, unit in config.get("units", {}).items()
+                 if not isinstance(unit, str) or (name not in parameters and name not in tolerances)]
     scenarios = config["scenarios"]
     problems += scenario_problems(scenarios)
     problems += fact_setup_problems(config["assignment"].get("fact_setup", []), scenarios)
@@ -127,6 +131,7 @@ def config_problems(config: dict[str, Any], folder_name: str) -> list[str]:
     problems += _limit_problems(config.get("limits", {}))
     problems += _small_table_problems(config, contract)
     problems += similarity_problems(config)   # the instructor's similarity report (grader/config/similarity.py)
+    problems += late_problems(config)         # the course's late policy (grader/config/late.py)
     return problems
 
 

@@ -25,10 +25,11 @@ from __future__ import annotations
 import math
 import numbers
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from grader.api.comparisons import recording
 from grader.common.text import clip
 from grader.config.assignment import Assignment, CheckSpec, Scenario
 from grader.grading.check_budget import RECORD_LOCK, Budget
@@ -155,13 +156,14 @@ def solution_regions(assignment: Assignment) -> dict[str, list[RegionLines]] | N
 
 def run_checks(assignment: Assignment, snapshots: dict[str, Snapshot], oracles: dict[str, Any],
                regions: dict[str, list[RegionLines]] | None = None,
-               reference: ReferenceRuns | None = None, only: str | None = None) -> list[CheckResult]:
+               reference: ReferenceRuns | None = None, only: str | None = None,
+               unfinished: Mapping[str, object] | None = None) -> list[CheckResult]:
     """Every check on every scenario it lists. `regions` are the submission's exercise regions (for
     [exercise_bindings]); `reference` gives the reference solution's runs with the same seeds, asked for only when a
     check raises something other than an assertion. With `only` (the primary scenario run alone), every check is
     judged in that run: a check not listed there but naming a `replay` on that replay of it, and undecided where the
     replay did not run."""
-    views = {name: RunView(snapshot, assignment.bindings, assignment.exercise_bindings, regions)
+    views = {name: RunView(snapshot, assignment.bindings, assignment.exercise_bindings, regions, unfinished)
              for name, snapshot in snapshots.items()}
     reference_views: dict[str, RunView | None] = {}
 
@@ -190,7 +192,7 @@ def run_checks(assignment: Assignment, snapshots: dict[str, Snapshot], oracles: 
                 fraction, feedback, bug = 0.0, "", None
                 view = view_of[scenario]
                 view.details = {}
-                with Budget(limits.check_cpu_seconds, limits.check_memory_bytes) as budget:
+                with Budget(limits.check_cpu_seconds, limits.check_memory_bytes) as budget, recording() as compared:
                     try:
                         fraction, feedback = evaluate(function, spec, view, oracles[scenario],
                                                       assignment.settings)
@@ -212,7 +214,8 @@ def run_checks(assignment: Assignment, snapshots: dict[str, Snapshot], oracles: 
                         feedback = _charged_feedback(spec, bug, on_reference is not None)
                 outcomes.append((scenario, fraction, feedback))
                 explained[scenario] = scenario_explanation(fraction, feedback, read_values(spec.needs, view),
-                                                           view.details, view.seed, view.settings_read)
+                                                           view.details, view.seed, view.settings_read,
+                                                           compared, assignment.config.get("units"))
             results.append(_combine(assignment, spec, outcomes, snapshots, bugs, charged))
             results[-1].explanation = explained
     return results

@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 
+from grader.api.comparisons import recorded_dicts
 from grader.common.text import clip
 
 MAX_DETAILS = 24
@@ -91,13 +92,20 @@ def recording_settings(settings: Any) -> tuple[Any, dict[str, Any]]:
 
 
 def scenario_explanation(fraction: float, feedback: str, values: dict[str, Any], details: dict[str, Any],
-                         seed: int | None, settings: dict[str, Any] | None = None) -> dict[str, Any]:
+                         seed: int | None, settings: dict[str, Any] | None = None,
+                         comparisons: list | None = None, units: dict[str, Any] | None = None) -> dict[str, Any]:
     """One check in one world: its fraction, its feedback there, the student's values it read, the settings (tolerances,
-    parameters) it read, the check's details."""
+    parameters) it read with their units (`units`: the assignment's [units] table), every comparison it made
+    (grader.api.comparisons), the check's details."""
     entry: dict[str, Any] = {"score_fraction": round(float(fraction), 6), "feedback": clip(feedback, 2000),
                              "values": {name: summary(value) for name, value in values.items()}, "seed": seed}
     if settings:
         entry["settings"] = plain_details(settings)
+        named = {name: unit for name in entry["settings"] if (unit := setting_unit(name, units))}
+        if named:
+            entry["units"] = named
+    if comparisons:
+        entry["comparisons"] = recorded_dicts(comparisons)
     if details:
         entry["details"] = plain_details(details)
     return entry
@@ -112,3 +120,17 @@ def read_values(needs: Sequence[str], view: Any) -> dict[str, Any]:
         except Exception:  # noqa: BLE001 -- missing or unreadable: the feedback says so
             values[name] = "(missing or unfinished)"
     return values
+
+
+# A setting's unit from the last part of its name, where the assignment's [units] table does not give one.
+UNIT_SUFFIXES = (("_bytes", "bytes"), ("_seconds", "seconds"), ("_rtol", "relative (× |expected|)"),
+                 ("_atol", "absolute"), ("_fraction", "fraction"), ("_share", "fraction"))
+
+
+def setting_unit(name: str, units: dict[str, Any] | None = None) -> str:
+    """What a setting's number is measured in, as the instructor reads it: the assignment's [units] entry for it, else
+    one read from its name (`*_bytes`: bytes, `*_seconds`: seconds, ...), else "" (not said)."""
+    given = (units or {}).get(name)
+    if isinstance(given, str):
+        return clip(given, 120)
+    return next((unit for suffix, unit in UNIT_SUFFIXES if name.endswith(suffix)), "")

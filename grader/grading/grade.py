@@ -33,6 +33,7 @@ from grader.grading.record_limits import (
 )
 from grader.grading.reference_runs import reference_runs
 from grader.grading.run_plan import RunPlan, held_for_review, reasons_for_more_runs
+from grader.grading.unfinished import unfinished_cause
 from grader.intake.discovery import Submission
 from grader.intake.introspection import review_flags
 from grader.intake.preimport import note as preimport_note
@@ -43,7 +44,7 @@ from grader.model.verdicts import INSTRUCTOR_TOLD, ISOLATION_PREFIX, STOPPED_END
 from grader.runs.jobs import Runner, run_scenario, scenario_seed, setup_parameters, variant_seed_for
 from grader.runs.places import failure_place
 from grader.runs.provenance import Provenance
-from grader.runs.snapshot import Snapshot, where
+from grader.runs.snapshot import Snapshot, Statement, where
 from grader.sandbox.frames import SUPERSEDED_VALUE_BYTES, run_memory_bound
 
 MEMORY_SIGNS = ("MemoryError", "std::bad_alloc", "Cannot allocate memory", "RESOURCE_EXHAUSTED", "out of memory")
@@ -66,7 +67,8 @@ def grade(assignment: Assignment, submission: Submission, facts: dict, variant_s
     oracles = {name: build_oracle(assignment, name, seeds[name], facts, variant_seed) for name in snapshots}
     exercises = submission.exercises    # read once at intake: where each region lies, which still hold `...`
     references = reference_runs(assignment, seeds, runner, variant_seed)
-    checks = run_checks(assignment, snapshots, oracles, exercises.regions, references, only=plan.alone)
+    checks = run_checks(assignment, snapshots, oracles, exercises.regions, references, only=plan.alone,
+                        unfinished=exercises.unfinished)
     if plan.alone is not None:
         plan.why = reasons_for_more_runs(checks, snapshots[plan.alone])
         if plan.why:   # the other worlds explain what the first could not decide alone: run them, judge as listed
@@ -76,7 +78,8 @@ def grade(assignment: Assignment, submission: Submission, facts: dict, variant_s
             if early is not None:
                 return early
             oracles.update({name: build_oracle(assignment, name, seeds[name], facts, variant_seed) for name in others})
-            checks = run_checks(assignment, snapshots, oracles, exercises.regions, references)
+            checks = run_checks(assignment, snapshots, oracles, exercises.regions, references,
+                                unfinished=exercises.unfinished)
     if keep_runs is not None:
         try:
             keep_runs(snapshots)
@@ -97,7 +100,7 @@ def grade(assignment: Assignment, submission: Submission, facts: dict, variant_s
     if preset := settings_before_import(submission.source, submission.cells):   # read from the file, as written
         notes.append(preimport_note(preset))
     runs = [m for name, snapshot in snapshots.items()
-            for m in run_messages(assignment, name, snapshot, as_written)]
+            for m in run_messages(assignment, name, snapshot, as_written, exercises=exercises)]
     # What stopped the file (a syntax error, sys.exit, a limit) or kept a notebook cell from running explains every
     # later failure: the student reads it first. What a run other than the file as written changes is said once.
     first = baseline.ending in STOPPED_ENDINGS or bool(baseline.syntax_errors)
@@ -289,7 +292,7 @@ def _output(snapshot: Snapshot) -> OutputExcerpt:
 
 
 def run_messages(assignment: Assignment, scenario: str, snap: Snapshot, baseline: Snapshot | None = None,
-                 grader_failed: bool = False) -> list[str]:
+                 grader_failed: bool = False, exercises: Exercises | None = None) -> list[str]:
     """Plain sentences about how a run went: exits, limits, syntax errors, failed statements.
 
     For a scenario other than baseline, only errors that baseline did not have are listed."""
@@ -332,7 +335,12 @@ def run_messages(assignment: Assignment, scenario: str, snap: Snapshot, baseline
         errors = [s for s in errors if (s.line, s.cell) not in places]
     errors = [s for s in errors if not (s.error or {}).get("grader_fault")]
     if errors:
-        listed = "; ".join(f"{failure_place(s)}: {s.raised['type']}: {clip(s.raised['message'], 160)}"
+        def cause(statement: Statement) -> str:
+            found = exercises and unfinished_cause(statement, exercises.unfinished, exercises.regions,
+                                                   assignment.exercise_bindings)
+            return f" (from an unfinished exercise: {found})" if found else ""
+
+        listed = "; ".join(f"{failure_place(s)}: {s.raised['type']}: {clip(s.raised['message'], 160)}{cause(s)}"
                            for s in errors[:ERRORS_LISTED])
         more = f"; and {len(errors) - ERRORS_LISTED} more" if len(errors) > ERRORS_LISTED else ""
         messages.append(f"{run}, {len(errors)} statement(s) raised an error and the run went on past them "
@@ -381,6 +389,8 @@ def _early_exit_reason(snap: Snapshot, limits) -> str:
         if name == "SIGXCPU":
             return f"the process used more than {limits.cpu_seconds} s of CPU and was stopped"
         return f"the process was killed by {name} before finishing"
+    if snap.channel_problem:   # the grader stopped reading: how the run ended is unknown, not the file's doing
+        return "the grader stopped reading the run at its data limit (said below), so it did not see the run finish"
     return f"the process ended early with exit status {code} (os._exit or a crash) before finishing"
 
 

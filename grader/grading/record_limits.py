@@ -59,6 +59,7 @@ def fit(record: dict[str, Any], encoded_size: Callable[[dict[str, Any]], int]) -
             for entry in worlds.values() if isinstance(worlds, dict) else ():
                 if isinstance(entry, dict):
                     entry.pop("values", None)
+                    entry.pop("comparisons", None)
                     entry["feedback"] = cut(str(entry.get("feedback", "")), limit)
         record["messages"] = [cut(message, limit) for message in record.get("messages", [])]
         output = record.get("output")

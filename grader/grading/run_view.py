@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from grader.grading.missing import why_missing
+from grader.grading.unfinished import unfinished_cause
 from grader.intake.regions import RegionLines
 from grader.runs.evidence import Evaluation, Sighting
 from grader.runs.provenance import Binding, Provenance
-from grader.runs.snapshot import UNFINISHED, Missing, Opaque, Snapshot, where
+from grader.runs.snapshot import UNFINISHED, Missing, Opaque, Snapshot, Statement, where
 
 
 class RunView:
@@ -17,8 +19,10 @@ class RunView:
     went."""
 
     def __init__(self, snapshot: Snapshot, bindings: dict[str, str] | None = None,
-                 exercise_bindings: dict[str, str] | None = None, regions: dict[str, list[RegionLines]] | None = None):
+                 exercise_bindings: dict[str, str] | None = None, regions: dict[str, list[RegionLines]] | None = None,
+                 unfinished: Mapping[str, object] | None = None):
         self.snapshot = snapshot
+        self._cause = (unfinished or {}, regions or {}, exercise_bindings or {})   # for unfinished_cause
         self.scenario = snapshot.scenario
         self.seed = snapshot.seed
         self.provenance = Provenance(snapshot, bindings or {}, exercise_bindings, regions)
@@ -126,6 +130,10 @@ class RunView:
     @property
     def failed_statements(self):
         return self.snapshot.failed_statements
+
+    def unfinished_cause(self, statement: Statement) -> str:
+        """The unfinished exercise a failed statement's error comes from, with the evidence, else ''."""
+        return unfinished_cause(statement, *self._cause)
 
 
 def replay_view(view: RunView, name: str) -> RunView | None:

@@ -260,7 +260,7 @@ class WarmState:
         baseline = dataclasses.replace(scenario, setup=tuple(name for name in scenario.setup if name in keep))
         if self.fact_source:
             return {"facts": self._run_fact_source(baseline)}
-        frames = self._run_reference(baseline, self.assignment.lesson_seed, None, None)[0]
+        frames = self._run_reference(baseline, self.assignment.lesson_seed, None, None, tagged=False)[0]
         missing = [name for name in self._fact_names() if name not in frames]
         if missing:
             raise ConfigError(f"the reference solution never defined {', '.join(missing)}")
@@ -272,7 +272,7 @@ class WarmState:
         would: the facts count only when every statement up to the last one that bound a fact ran cleanly."""
         assignment, names = self.assignment, self._fact_names()
         snapshot, raw = run_scenario(assignment, baseline, assignment.lesson_seed, self.fact_source,
-                                     assignment.submission_filename, None)
+                                     assignment.submission_filename, None, tagged=False)
         frames: dict[str, tuple[int, Any]] = {}
         for frame in raw.frames:
             if frame.get("type") == "value" and frame.get("name") in names and "value" in frame:
@@ -302,16 +302,16 @@ class WarmState:
                 "worlds": [[s.name, seed, batch_seed] for s, seed, batch_seed in runs]}
 
     def _run_reference(self, scenario: Scenario, seed: int, batch_seed: int | None,
-                       runner: Runner | None) -> tuple[dict[str, Any], Any]:
+                       runner: Runner | None, tagged: bool = True) -> tuple[dict[str, Any], Any]:
         """One trusted run of the reference (it reads the compiled programs, never writes them): its last streamed
         value of each name, and its figure (JSON-safe)."""
         assignment = self.assignment
         source = assignment.solution_path.read_text()
         snapshot, raw = run_scenario(assignment, scenario, seed, source, assignment.submission_filename, runner,
-                                     batch_seed=batch_seed)
+                                     batch_seed=batch_seed, tagged=tagged)
         if snapshot.setup_error and runner is not None:   # the sandbox could not set the run up: once more, fresh
             snapshot, raw = run_scenario(assignment, scenario, seed, source, assignment.submission_filename,
-                                         batch_seed=batch_seed)
+                                         batch_seed=batch_seed, tagged=tagged)
         failed = snapshot.failed_statements
         if snapshot.ending != "completed" or failed:
             detail = failed[0].error["message"] if failed and failed[0].error else snapshot.ending

@@ -24,6 +24,7 @@ from grader.intake.regions import Exercises, read_exercises
 SOURCE_SUFFIXES = (".py", ".ipynb")
 SAFE_RUN_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.@+-]{0,99}\.(py|ipynb)")
 IGNORED_NAMES = {"__pycache__", ".DS_Store", "__MACOSX", ".ipynb_checkpoints", "Thumbs.db"}
+LMS_METADATA = {"submission_metadata.yml"}   # a Gradescope export's times, beside its folders: no submission
 
 
 @dataclass
@@ -65,7 +66,7 @@ def discover(folder: Path, expected_name: str, max_bytes: int, exclude: Path | N
     submissions = []
     for raw in sorted(os.listdir(os.fsencode(folder))):
         entry = folder / os.fsdecode(raw)
-        if entry.name in IGNORED_NAMES or entry.name.startswith("."):
+        if entry.name in IGNORED_NAMES or entry.name in LMS_METADATA or entry.name.startswith("."):
             continue
         if exclude is not None and not entry.is_symlink() and entry.resolve() == exclude.resolve():
             continue

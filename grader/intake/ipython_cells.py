@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import ast
 import difflib
+import re
 import tokenize
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -26,6 +27,10 @@ from grader.common.text import parses
 CODE_CELL_MAGICS = ("time", "capture")   # cell magics whose body IPython runs in the notebook's namespace
 REALIGN_DIFF_LIMIT = 250_000         # lines before x lines after that difflib may align (its worst case)
 LOOP_LIMIT = 500                         # transforms of one statement at most (IPython's own TRANSFORM_LOOP_LIMIT)
+# Where IPython's token transforms and the `get_ipython()` resolution can act at all: an escape at the start of a
+# line (`%magic`, `!cmd`, `?obj`, the autocall `,` `;` `/`), `obj?` at its end, `x = %magic` / `x = !cmd`, or a call
+# the student wrote. A cell with none of these is plain Python: it is kept as it is, at the cost of one scan.
+IPYTHON_SYNTAX = re.compile(r"^[ \t]*[%!?,;/]|\?[ \t]*$|=[ \t]*[%!]|get_ipython", re.MULTILINE)
 
 
 @dataclass
@@ -69,6 +74,8 @@ def _convert(lines: list[str], origin: list[int], budget: Budget) -> CellPython:
         if step is cell_magic and after != lines:
             return _cell_magic(lines, origin, budget)
         lines, origin = after, _realign(lines, after, origin)
+    if not IPYTHON_SYNTAX.search("".join(lines)):   # plain Python: nothing left for IPython to change
+        return CellPython(_place([line.rstrip("\n") for line in lines], origin))
     lines, origin, left = _token_transforms(manager, lines, origin, budget)
     converted = _resolve(lines, origin)
     if left is not None:

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from grader.common.markdown import md_block
+from grader.lms.late import late_sentence
 from grader.model.record import CheckRecord, Record, held_checks
 from grader.model.verdicts import grader_fault, passed, student_messages
 
@@ -137,6 +138,10 @@ def submission_output(record: Record) -> str:
         lines.append(f"Adjusted by your instructor (the autograder's score was {autograde:g}):")
         lines += [f"- {a.get('check') or 'whole submission'}: {a['delta']:+g} points. Reason: {a['reason']}"
                   for a in record.get("adjustments", [])]
+    late = record.get("late")
+    if late is not None and (sentence := late_sentence(late)):   # the course's late policy (lms/late.py)
+        override = late.get("override")
+        lines.append(sentence + (f" Reason: {override['reason']}" if override else ""))
     lines += [f"- {message}" for message in student_messages(record.get("messages", []))]
     return "\n".join(lines)
 

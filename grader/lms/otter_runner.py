@@ -35,6 +35,7 @@ from otter.test_files import GradingResults, TestCase, TestCaseResult, TestFile
 from grader.common.text import clean_data
 from grader.common.user_cache import named_cache_dir, user_cache_dir
 from grader.config.assignment import Assignment, load
+from grader.config.late import late_policy
 from grader.grading.grade import grade_one
 from grader.grading.reference import reference_facts
 from grader.grading.single import grade_in_verified_world
@@ -45,6 +46,7 @@ from grader.lms.gradescope import (
     results_json,
     submission_output,
 )
+from grader.lms.late import autograder_time, charged
 from grader.model.record import CheckRecord, Record
 from grader.model.verdicts import grader_fault, passed
 from grader.runs.jobs import fresh_variant_seed, variant_seed_for
@@ -160,6 +162,9 @@ class SandboxedRunner(AbstractLanguageRunner):
             except Exception as error:  # the reference did not run: the autograder is broken, not the student
                 raise _unprepared(error) from None
         record = clean_data(record)   # valid text whatever the run sent: otter prints and writes it
+        # the course's late policy, from Gradescope's submission_metadata.json (here, in the autograder folder), as
+        # `grader grade` applies it from the export's metadata: one total on both paths
+        record = charged(record, late_policy(assignment.config), autograder_time(Path(".")))
         Path("results/record.json").write_text(json.dumps(record, indent=2, default=str))   # for the instructor
         if grader_fault(record):   # no score the grader did not earn: the autograder fails, and says it is its fault
             print_output("\n" + report(record))

@@ -30,6 +30,7 @@ class Job(TypedDict):
     evidence: NotRequired[dict[str, int]]  # bounds of the method evidence ({} records none)
     notebook: NotRequired[bool]
     replays: NotRequired[list[dict[str, Any]]]   # {name, replace, probe, capture}: run at the end (harness.run_replay)
+    code_tag: NotRequired[str]             # secret per run: the file's code is compiled under a name holding it
     # Added on the way in, by the sandbox (process.py, fork_server.py) or the compile-cache warm-up:
     compilation_cache_dir: NotRequired[str]
     seccomp: NotRequired[str | None]       # the syscall filter program, base64 (None: no filter available)

@@ -74,6 +74,21 @@ class PendingAdjustment(TypedDict):
     why: str
 
 
+class LateEntry(TypedDict):
+    """The course's late policy ([late] of assignment.toml) applied to this submission (grader/lms/late.py): when it
+    was submitted (None: the LMS marks it late without a time, so nothing is charged), how late, what the policy
+    charges and what was taken off the total (after the instructor's override, never below 0)."""
+    submitted_at: str | None          # ISO 8601 with offset
+    due: str
+    source: str                       # where the time came from (Gradescope's metadata, a times file, Canvas's name)
+    minutes_late: float | None        # after the due date (the grace included)
+    grace_minutes: float
+    days_charged: int                 # started days after due + grace
+    penalty: float                    # points the policy charges
+    deducted: float                   # points taken off the total: the penalty or the instructor's override
+    override: NotRequired[AppliedAdjustment]   # `grader adjust STUDENT late ...`, when it applied
+
+
 class Autograde(TypedDict):
     """The grader's own scores, kept when an instructor's adjustment changed the record's."""
     score: float
@@ -120,6 +135,7 @@ class Record(TypedDict):
     capped: NotRequired[list[str]]                         # which texts were cut to the record limits (record_limits.py)
     runs_why: NotRequired[str]                             # which runs the file got and why (grading/run_plan.py)
     review_hold: NotRequired[ReviewHold]                   # checks held for the instructor's decision (run_plan.py)
+    late: NotRequired[LateEntry]                           # the late policy applied (lms/late.py): late submissions only
 
 
 def record_to_json(record: Record) -> str:

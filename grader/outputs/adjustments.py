@@ -18,6 +18,8 @@ import copy
 from dataclasses import dataclass, field
 from typing import Any
 
+from grader.config.late import TARGET as LATE
+from grader.lms.late import deduct
 from grader.model.record import AppliedAdjustment, Autograde, PendingAdjustment, Record
 from grader.model.verdicts import FULL_SCORE_SLACK, grader_fault
 from grader.outputs.adjustments_file import Adjustment
@@ -36,17 +38,24 @@ def autograded(record: Record) -> Record:
             check["score"] = kept["checks"].get(check["id"], check["score"])
     for key in KEYS:
         base.pop(key, None)   # type: ignore[misc]
+    if "late" in base:   # the late policy's charge stays; what was deducted and the instructor's override go
+        base["late"]["deducted"] = 0.0
+        base["late"].pop("override", None)
     return base
 
 
 def apply(record: Record, adjustments: list[Adjustment]) -> Record:
     """`record`'s autograde with this submission's adjustments applied (checks first, in the file's order, then the
-    whole submission), and those that cannot be applied as they stand listed as pending."""
+    whole submission), and those that cannot be applied as they stand listed as pending; then the late policy's
+    penalty (or the instructor's decision about it, `late`) comes off the total, never below 0. The one function
+    that makes a record's final total."""
     mine = [a for a in adjustments if a.student == record["submission"]]
-    if not mine and not any(key in record for key in KEYS):
+    late = record.get("late")
+    charged = late is not None and (late["penalty"] > 0 or late["deducted"] > 0 or "override" in late)
+    if not mine and not charged and not any(key in record for key in KEYS):
         return record   # nothing to apply or undo: the very record (no copy)
     base = autograded(record)
-    if not mine:
+    if not mine and not charged:
         return base
     if grader_fault(base):
         base["pending_adjustments"] = [_pending(a, "the grader could not grade this submission (its own fault): the "
@@ -56,7 +65,7 @@ def apply(record: Record, adjustments: list[Adjustment]) -> Record:
     checks = {c["id"]: c for c in result["checks"]}
     applied: list[AppliedAdjustment] = []
     pending: list[PendingAdjustment] = []
-    for a in sorted(mine, key=lambda a: a.check is None):   # stable: the file's order within each kind
+    for a in sorted((a for a in mine if a.check != LATE), key=lambda a: a.check is None):   # stable: the file's order
         why = _changed(a, base)
         if a.check is not None and a.check not in checks:
             why = f"the assignment has no check `{a.check}` now: remove the adjustment or make it for another check"
@@ -84,14 +93,46 @@ def apply(record: Record, adjustments: list[Adjustment]) -> Record:
         result["score"] = round(result["score"] + delta, 6)
         applied.append({"check": a.check, "kind": a.kind, "points": a.points, "delta": delta, "reason": a.reason,
                         "who": a.who, "when": a.when})
-    if applied:
+    taken = deduct(result, _late_charge(result, [a for a in mine if a.check == LATE], base, pending))
+    if applied or taken:
         kept: Autograde = {"score": base["score"], "groups": copy.deepcopy(base["groups"]),
                            "checks": {c["id"]: c["score"] for c in base["checks"]}}
         result["autograde"] = kept
+    if applied:
         result["adjustments"] = applied
     if pending:
         result["pending_adjustments"] = pending
     return result
+
+
+def _late_charge(result: Record, mine: list[Adjustment], base: Record, pending: list[PendingAdjustment]
+                 ) -> float | None:
+    """The instructor's late penalty in points (`grader adjust STUDENT late`), noted on the record's `late` entry; None
+    (the policy's own) without one. The late line reads as a score of -penalty: `--set 0` waives it, `+2` gives two
+    points back, `-2` takes two more."""
+    entry = result.get("late")
+    for a in mine:
+        why = _changed(a, base)
+        if entry is None:
+            why = ("no late penalty applies to this submission now (the [late] policy or its time changed): remove the "
+                   "adjustment")
+        if why:
+            pending.append(_pending(a, why))
+            continue
+        assert entry is not None
+        line = a.points if a.kind == "set" else -float(entry["penalty"]) + a.points
+        top = float(result["max_score"])
+        if not -top - FULL_SCORE_SLACK <= line <= FULL_SCORE_SLACK:
+            if not a.clamp:
+                pending.append(_pending(a, f"it would make the late penalty {-line:g} points, outside 0..{top:g}: "
+                                           "confirm it (`grader adjust ... --confirm`) to clamp it to that range"))
+                continue
+            line = min(max(line, -top), 0.0)
+        entry["override"] = {"check": LATE, "kind": a.kind, "points": a.points,
+                             "delta": round(float(entry["penalty"]) + line, 6), "reason": a.reason, "who": a.who,
+                             "when": a.when}
+        return -line
+    return None
 
 
 def _changed(a: Adjustment, record: Record) -> str:

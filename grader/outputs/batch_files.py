@@ -17,7 +17,9 @@ from typing import Any
 
 from grader.common.code_digest import grader_code_digest
 from grader.common.files import write_if_changed
+from grader.config.late import late_policy
 from grader.lms.canvas import Roster
+from grader.lms.late import SubmittedAt, late_warnings, time_for, with_late
 from grader.model.record import Record
 from grader.outputs.adjustments import apply
 from grader.outputs.adjustments_file import Adjustment
@@ -40,9 +42,12 @@ def _report_inputs(records: list[Record], assignment, similarity: SimilarityRepo
 
 
 class BatchFiles:
-    def __init__(self, out: Path, assignment, figures_for: FiguresFor, adjustments: list[Adjustment] | None = None):
+    def __init__(self, out: Path, assignment, figures_for: FiguresFor, adjustments: list[Adjustment] | None = None,
+                 times: dict[str, SubmittedAt] | None = None):
         self.out = Path(out)
         self.adjustments = adjustments or []   # the instructor's (OUT/adjustments.toml): applied to every record written
+        self.times = times or {}               # when each was submitted (lms/late.py), for the [late] policy
+        self.late_policy = late_policy(getattr(assignment, "config", {}))
         self.assignment = assignment
         self._figures_for = figures_for
         self._figures: dict[int, dict[str, Any]] = {}
@@ -65,7 +70,7 @@ class BatchFiles:
     def graded(self, record: Record) -> Record:
         """A record graded now, with the instructor's adjustments applied: its JSON and Markdown (what grading rests
         on) first, then its page. Returns the record as written."""
-        record = apply(record, self.adjustments)
+        record = apply(self.with_late(record), self.adjustments)
         write_result(self.out, record)
         self._page(record)
         return record
@@ -73,7 +78,7 @@ class BatchFiles:
     def reused(self, record: Record) -> Record:
         """A record kept from an earlier run, with today's adjustments applied: written again when they changed it,
         else its page is drawn again only when missing or older than it. Returns the record as it stands."""
-        adjusted = apply(record, self.adjustments)
+        adjusted = apply(self.with_late(record), self.adjustments)
         if adjusted != record:
             return self.graded(adjusted)
         page = self.out / feedback_page_name(record["submission"])
@@ -84,6 +89,10 @@ class BatchFiles:
             pass
         self._page(record)
         return record
+
+    def with_late(self, record: Record) -> Record:
+        """The record with its `late` entry as the [late] policy and its time give it now (deducted by `apply`)."""
+        return with_late(record, self.late_policy, time_for(record, self.times))
 
     def finish(self, records: list[Record], roster: Roster | None, run_info: dict[str, Any],
                similarity: SimilarityReport | None = None, started: float | None = None) -> list[str]:
@@ -98,7 +107,9 @@ class BatchFiles:
         the Canvas warnings."""
         self.attempt("grades.csv", lambda: write_if_changed(self.out / "grades.csv",
                                                              grades_csv(records, list(self.assignment.groups))))
-        warnings = self.attempt("the LMS files", lambda: write_lms_outputs(self.out, records, self.assignment, roster))
+        late = late_warnings(records, self.late_policy, self.times)
+        warnings = self.attempt("the LMS files", lambda: write_lms_outputs(self.out, records, self.assignment, roster,
+                                                                           late))
         return warnings or []
 
     def report(self, records: list[Record], run_info: dict[str, Any], similarity: SimilarityReport | None = None,

@@ -25,6 +25,7 @@ from markupsafe import Markup, escape
 
 from grader.common.files import atomic_write
 from grader.intake.discovery import safe_filename
+from grader.lms.late import late_sentence
 from grader.model.record import Record, held_checks
 from grader.model.verdicts import (
     ISOLATION_PREFIX,
@@ -280,6 +281,8 @@ def student_context(record: Record, assignment, reference_figures: dict, cache,
         "has_output": bool(head or tail),
         "adjustments": student_lines(record, STUDENT_VISIBLE),
         "autograde": autograde_score(record),
+        "late": late_sentence(record["late"]) if "late" in record else "",
+        "late_reason": override["reason"] if (override := record.get("late", {}).get("override")) else "",
     }
 
 

@@ -13,6 +13,7 @@ from grader.common.text import clean_data
 from grader.intake.discovery import safe_filename
 from grader.lms.canvas import Roster, canvas_csv, column_header, late
 from grader.lms.gradescope import OtterSettings, results_json
+from grader.lms.late import late_sentence
 from grader.lms.otter_csv import final_grades_csv, safe_cell
 from grader.model.record import CheckRecord, Record, record_to_json
 from grader.model.verdicts import (
@@ -28,7 +29,8 @@ from grader.model.verdicts import (
 from grader.outputs.adjustments import autograde_score, student_lines
 
 STUDENT_VISIBLE = ("visible", "after_due_date", "after_published")
-ADJUSTMENT_COLUMNS = ("autograde", "adjusted")   # grades.csv: the grader's own total, and the instructor's change
+ADJUSTMENT_COLUMNS = ("autograde", "adjusted", "late_penalty")   # grades.csv: the grader's own total, the
+# instructor's change, and the points the late policy took, negative: total = autograde + adjusted + late_penalty
 
 
 def result_path(out: Path, submission_id: str) -> Path:
@@ -44,9 +46,11 @@ def gradescope_path(out: Path, submission_id: str) -> Path:
     return out / "gradescope" / f"{safe_filename(submission_id)}.json"
 
 
-def write_lms_outputs(out: Path, records: list[Record], assignment, roster: Roster | None = None) -> list[str]:
+def write_lms_outputs(out: Path, records: list[Record], assignment, roster: Roster | None = None,
+                      late_notes: list[str] | None = None) -> list[str]:
     """The LMS files: `gradescope/<id>.json` (Gradescope results.json), `final_grades.csv` (otter), `canvas.csv`
-    (and `canvas-warnings.txt`). Returns the Canvas warnings (who matched no student, who has no submission)."""
+    (and `canvas-warnings.txt`). Returns the Canvas warnings (who matched no student, who has no submission) and
+    `late_notes` (the late policy's: marked late without a time, no time known)."""
     settings, titles = otter_settings(assignment), check_titles(assignment)
     for record in records:   # unchanged files are left alone: a re-run of a graded class rewrites (and syncs) none
         write_if_changed(gradescope_path(out, record["submission"]),
@@ -55,6 +59,7 @@ def write_lms_outputs(out: Path, records: list[Record], assignment, roster: Rost
                          + "\n")
     write_if_changed(out / "final_grades.csv", final_grades_csv(records, [(c.id, c.points) for c in assignment.checks]))
     text, warnings = canvas_csv(records, column_header(assignment), assignment.max_score, roster)
+    warnings += late_notes or []
     write_if_changed(out / "canvas.csv", text)
     write_if_changed(out / "canvas-warnings.txt", "".join(f"{w}\n" for w in warnings))
     return warnings
@@ -77,16 +82,26 @@ def grades_csv(records: list[Record], groups: list[str]) -> str:
     for record in sorted(records, key=lambda r: r["submission"]):
         if grader_fault(record):   # no score the grader did not earn: the cells stay empty, the status says why
             writer.writerow([safe_cell(record["submission"]), *("" for _ in groups), "", _num(record["max_score"]), "",
-                             class_status(record), "late" if late(record) else "", "", ""])
+                             class_status(record), _late_flag(record), "", "", ""])
             continue
         scores = [_num(record["groups"][g]["score"] if g in record["groups"] else 0.0) for g in groups]
         percent = 100.0 * record["score"] / record["max_score"] if record["max_score"] else 0.0
         applied = record.get("adjustments") or []
         autograde = autograde_score(record)
         writer.writerow([safe_cell(record["submission"]), *scores, _num(record["score"]), _num(record["max_score"]),
-                         _num(round(percent, 2)), record["status"], "late" if late(record) else "", _num(autograde),
-                         f"{sum(a['delta'] for a in applied):+g}" if applied else ""])
+                         _num(round(percent, 2)), record["status"], _late_flag(record), _num(autograde),
+                         f"{sum(a['delta'] for a in applied):+g}" if applied else "", _late_penalty(record)])
     return stream.getvalue()
+
+
+def _late_flag(record: Record) -> str:
+    return "late" if late(record) or record.get("late") else ""
+
+
+def _late_penalty(record: Record) -> str:
+    """The points the late policy took off the total, negative ("-10"), "0" for a late submission charged nothing."""
+    entry = record.get("late")
+    return "" if entry is None else _num(-float(entry["deducted"]) + 0.0)
 
 
 def _num(value: float) -> str:
@@ -115,6 +130,11 @@ def feedback_markdown(record: Record, visibilities: tuple[str, ...] = STUDENT_VI
         lines += [f"- {md_line(a['target'].replace('`', ''))}: {a['change']} ({a['delta']} points). Reason: "
                   f"{md_block(a['reason'])}" for a in adjusted]
         lines.append("")
+    late_note = late_sentence(record["late"]) if "late" in record else ""
+    if late_note:   # the course's late policy, in a plain sentence (and the instructor's reason, made inert)
+        override = record["late"].get("override")
+        lines += ["## Late submission", "", md_block(late_note)
+                  + (f" Reason: {md_block(override['reason'])}" if override else ""), ""]
     about, others = run_descriptions(record["messages"])
     lines += [md_block(m) for m in about] + ([""] if about else [])   # what a labelled run changes: said once, here
     notes = ["", "## Notes on your run", ""] + [f"- {md_block(m)}" for m in student_messages(others)]

@@ -84,13 +84,19 @@ def setup_parameters(assignment: Assignment, scenario: Scenario, seed: int, batc
 
 
 def make_job(assignment: Assignment, scenario: Scenario, seed: int, source: str, filename: str,
-             cells: list[Cell] | None = None, data: bytes = b"", batch_seed: int | None = None) -> Job:
+             cells: list[Cell] | None = None, data: bytes = b"", batch_seed: int | None = None,
+             tagged: bool = True) -> Job:
     """The job the harness runs: the code (a notebook as its cells), the scenario's set-up, probes and limits."""
     params = setup_parameters(assignment, scenario, seed, batch_seed)
     job = new_job(source, filename, assignment.contract, assignment.limits, setup_source=assignment.setup_source,
                   setup_calls=[(name, params) for name in scenario.setup], probes_source=assignment.probes_source,
                   cells=[{"number": cell.number, "source": cell.source} for cell in cells] if cells else None,
                   data=data, evidence=assignment.evidence)
+    # The name the file's code runs under holds a tag drawn for this run: a source position the file's own
+    # functions print (a saved residual's `file:line:column`) names it, and no text typed into the file can. Runs
+    # that measure facts to keep (`tagged=False`) name the file plainly, so what is kept is the same every time.
+    if tagged:
+        job["code_tag"] = secrets.token_hex(8)
     replays = [{"name": r.name, "replace": r.replace, "probe": r.probe, "capture": list(r.capture)}
                for r in assignment.replays.values() if scenario.name in r.scenarios]
     if replays:
@@ -104,7 +110,7 @@ Runner = Callable[[Job, Limits], RawRun]
 
 def run_scenario(assignment: Assignment, scenario: Scenario, seed: int, source: str, filename: str,
                  runner: Runner | None = None, cells: list[Cell] | None = None,
-                 data: bytes = b"", batch_seed: int | None = None) -> tuple[Snapshot, RawRun]:
-    job = make_job(assignment, scenario, seed, source, filename, cells, data, batch_seed)
+                 data: bytes = b"", batch_seed: int | None = None, tagged: bool = True) -> tuple[Snapshot, RawRun]:
+    job = make_job(assignment, scenario, seed, source, filename, cells, data, batch_seed, tagged)
     raw = runner(job, assignment.limits) if runner else run_job(job, assignment.limits)
     return build_snapshot(raw, scenario.name, seed), raw

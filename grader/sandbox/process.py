@@ -32,7 +32,15 @@ from pathlib import Path
 from grader.model.job import Job
 from grader.model.limits import Limits
 from grader.sandbox.cgroups import CgroupTree, RunCgroup
-from grader.sandbox.child.cpu_wait import StretchedDeadline, Usage, group_usage, open_proc, starting_usage, tree_usage
+from grader.sandbox.child.cpu_wait import (
+    StretchedDeadline,
+    Usage,
+    group_usage,
+    machine_cpus,
+    open_proc,
+    starting_usage,
+    tree_usage,
+)
 from grader.sandbox.frames import FrameReader
 from grader.sandbox.isolation import RUNTIME_NAME, UIDS, Isolation
 from grader.sandbox.portable import Portable, default_isolation
@@ -275,7 +283,7 @@ def _pump(process: subprocess.Popen, channel_fd: int, control_fd: int, limits: L
           group: RunCgroup | None) -> None:
     with RunUsage(process.pid, group) as usage:
         wall = StretchedDeadline(limits.wall_seconds, limits.cpu_wait_allowance_seconds, usage.measure,
-                                 start=usage.start())
+                                 start=usage.start(), cpus=usage.cpus())
 
         def wall_limit() -> None:
             raw.killed_at_wall_limit = True
@@ -321,6 +329,10 @@ class RunUsage:
 
     def start(self) -> Usage:
         return starting_usage(self.proc)
+
+    def cpus(self) -> int:
+        """How many CPUs the machine's busy time counts (child/cpu_wait.py)."""
+        return machine_cpus(self.proc)
 
     def measure(self) -> Usage:
         measured = group_usage(self.group, self.proc, self.quota) if self.group is not None else None

@@ -109,7 +109,7 @@ def prepare(documents: list[Document], boilerplate: Boilerplate, settings: Simil
     prepared = []
     for document in documents:
         units, seen = [], set(boilerplate.statements)
-        for unit in all_units(document.chunks):
+        for unit in document.units if document.units is not None else all_units(document.chunks):
             if unit.tokens not in seen:
                 seen.add(unit.tokens)
                 units.append(unit)

@@ -19,8 +19,8 @@ from grader.config.assignment import Assignment
 from grader.config.similarity import SimilaritySettings, similarity_settings
 from grader.intake.discovery import Submission
 from grader.runs.snapshot import Snapshot
-from grader.similarity.code_match import Boilerplate, CodeMatch, all_units, match, prepare, regions, shared_pairs
-from grader.similarity.store import Document, boilerplate_chunks, chunks_of, load_earlier, load_results, write_sidecar
+from grader.similarity.code_match import Boilerplate, CodeMatch, match, prepare, regions, shared_pairs
+from grader.similarity.store import Document, boilerplate_chunks, load_earlier, load_results, write_sidecar
 from grader.similarity.value_match import (
     SharedValue,
     compared_run,
@@ -92,8 +92,8 @@ def run_keeper(out: Path, submission: Submission, assignment: Assignment) -> Cal
     names = value_names(settings_for(assignment))
 
     def keep(snapshots: dict[str, Snapshot]) -> None:
+        # (the sidecar keeps the code's units: tokenised now, beside the other runs, not after the last)
         write_sidecar(out, submission, exercise_values(compared_run(assignment, snapshots), names, assignment.bindings))
-        all_units(chunks_of(submission))   # tokenised now, beside the other runs, not after the last (remembered)
     return keep
 
 

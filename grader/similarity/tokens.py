@@ -20,11 +20,14 @@ import ast
 import bisect
 import builtins
 import functools
+import hashlib
 import io
 import keyword
 import re
+import sys
 import tokenize
 from dataclasses import dataclass
+from pathlib import Path
 
 from grader.similarity.normalise import normalise
 
@@ -52,6 +55,15 @@ class Unit:
     chunk: int
     tokens: tuple[str, ...]
     lines: tuple[tuple[int, int], ...]
+
+
+@functools.cache
+def units_version() -> str:
+    """What the units of a source depend on besides the source: this tokeniser, the normaliser and Python's parser.
+    Units kept from another version are made again (similarity/store.py)."""
+    folder = Path(__file__).parent
+    text = b"".join((folder / name).read_bytes() for name in ("tokens.py", "normalise.py"))
+    return hashlib.sha256(text + repr(sys.version_info[:2]).encode()).hexdigest()[:16]
 
 
 def units_of(source: str, chunk: int = 0) -> list[Unit]:

@@ -7,10 +7,11 @@ to itself must earn nothing: a run that wakes a hundred processes at once queues
 run with more busy threads than CPUs waits behind itself.
 
 The allowance is the smallest of these, each measured by the kernel, none writable by the run:
-- waited: the wall time during which the run was kept from every CPU. Where the run has a cgroup of its own on the
-  unified (v2) hierarchy, that group's CPU pressure, "full" line: time during which some of its threads were
-  runnable and none of them was running. Time its processes spend queueing behind each other (one of them has a
-  CPU) is not counted, however many queue. Elsewhere it is the run-queue waits of all its threads added up
+- waited: the time the run was kept waiting. Where the run has a cgroup of its own on the unified (v2) hierarchy,
+  that group's CPU pressure, "full" line: per CPU, time during which some of its threads were runnable there and
+  none of them was running there, averaged over the CPUs it had work on. Its processes queueing behind each other
+  on one CPU (one of them has it) is not counted, however many queue; queued on another CPU than the one running
+  it is (see the bound by others' load below). Elsewhere it is the run-queue waits of all its threads added up
   (/proc/.../schedstat), which over-counts such a queue and is bounded by the others below;
 - minus the time the run was throttled against its own CPU quota (its cgroup's cpu.max, v1 cpu.cfs_quota_us:
   `throttled_usec`, v1 `throttled_time`, in its cgroup's cpu.stat). A throttled group has runnable threads and
@@ -22,11 +23,23 @@ The allowance is the smallest of these, each measured by the kernel, none writab
   CPU, so on several CPUs it may exceed the wall time the run was held, and then the run simply earns less (it was
   its own doing either way). A throttle of an ancestor group (the batch, the machine's container) is not the
   run's and still counts;
-- the time the run spent off the CPU altogether, its own throttled time left out (elapsed - its CPU time): while its own processes had the CPUs,
-  its queueing behind them is its own doing;
-- the CPU time everything else on the machine used meanwhile (the machine's busy time from /proc/stat minus the
-  run's own): a run cannot have been kept waiting by others for longer than others ran. Alone on a machine, a run
-  earns nothing however it queues behind itself;
+- the time the run spent off the CPU altogether, its own throttled time left out (elapsed - its CPU time): while
+  its own processes had the CPUs, its queueing behind them is its own doing;
+- the CPU time everything outside the run used meanwhile beyond all the machine's CPUs but one (the busy time of
+  the CPUs the grader may use, from /proc/stat, minus the run's own, minus (CPUs - 1) x the elapsed time). This is
+  a bound the run cannot raise (beyond the grader's own bounded work of reading what it writes): it is load the
+  parent measures outside the run's cgroup. A run that wants one CPU is kept from every CPU only while others hold
+  them all, so others cost it at most the time they used more than the other CPUs. The measures above cannot stand
+  alone: the kernel's "full" pressure of a group is an average of its CPUs' (weighted by the time the group had
+  work on each), so a run with processes queued on the CPU an honest neighbour holds is "full" there while its
+  other processes run elsewhere, and a run that confines its processes to one CPU (sched_setaffinity) beside a
+  neighbour waits for them and for it while another CPU is free (issue 56: a held-out file earned 27-28 s on a 30 s
+  limit; a run confined to its neighbour's CPU, on a machine where others used nothing beyond that one CPU, earned
+  3.07 s on a 3 s limit: tests/test_sandbox.py). Alone on a machine, or beside neighbours that leave a CPU free, a
+  run earns nothing however it queues behind itself. A run that wants several CPUs is given what a run that wants
+  one would have lost, no more; where the grader may use a few CPUs of a larger host (a cpuset), only those count;
+  a container held to a CPU quota without a cpuset sees the host's CPUs and earns little (its limits are then the
+  configured ones);
 - WAIT_PER_CPU_SECOND seconds for each CPU-second the run used: waiting delays a run's work, and a run that does
   little work (wakes a hundred processes for a moment each second and sleeps) has little to be delayed. An honest
   run slowed down up to elevenfold is still given all the time it lost;
@@ -87,16 +100,64 @@ def _listdir(path, proc):
         os.close(fd)
 
 
-def machine_busy(proc):
-    """CPU seconds the whole machine has spent busy (all CPUs together) since boot: user, nice, system, interrupts
-    and steal (time a hypervisor gave to other guests). /proc/stat is the machine's in every pid namespace."""
-    fields = _read("stat", proc).split("\n", 1)[0].split()
-    if len(fields) < 9 or fields[0] != "cpu":
-        return 0.0
+def _usable_cpus():
     try:
-        return sum(int(fields[index]) for index in (1, 2, 3, 6, 7, 8)) / TICKS
-    except ValueError:
-        return 0.0
+        return frozenset(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return None
+
+
+# The CPUs whose load counts: those this process may run on, fixed when it is imported (before any student code
+# runs in a process that imports it, so a run that narrows its own affinity later changes nothing). None: all.
+USABLE_CPUS = _usable_cpus()
+STAT_MAX_BYTES = 1 << 20   # /proc/stat's per-CPU lines on the largest host; read no further
+
+
+def _per_cpu_busy(proc):
+    """CPU number -> seconds that CPU has spent busy since boot: user, nice, system, interrupts and steal (time a
+    hypervisor gave to other guests), for the CPUs in USABLE_CPUS. /proc/stat is the machine's in every pid
+    namespace. Read only as far as its per-CPU lines go (the lines after them can be long)."""
+    try:
+        fd = os.open("stat", os.O_RDONLY, dir_fd=proc)
+    except OSError:
+        return {}
+    text = b""
+    try:
+        while len(text) < STAT_MAX_BYTES and b"\nintr" not in text:
+            chunk = os.read(fd, 65536)
+            if not chunk:
+                break
+            text += chunk
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+    busy = {}
+    for line in text.decode("ascii", "replace").splitlines()[1:]:
+        fields = line.split()
+        if not fields or not fields[0].startswith("cpu"):
+            break
+        if len(fields) < 9 or not fields[0][3:].isdigit():
+            continue
+        cpu = int(fields[0][3:])
+        if USABLE_CPUS is None or cpu in USABLE_CPUS:
+            try:
+                busy[cpu] = sum(int(fields[index]) for index in (1, 2, 3, 6, 7, 8)) / TICKS
+            except ValueError:
+                continue
+    return busy
+
+
+def machine_busy(proc):
+    """CPU seconds the CPUs the grader may use have spent busy (all of them together) since boot."""
+    return sum(_per_cpu_busy(proc).values())
+
+
+def machine_cpus(proc=None):
+    """How many CPUs `machine_busy` counts (at least 1)."""
+    def read(proc):
+        return len(_per_cpu_busy(proc))
+    return max(1, _with_proc(proc, read, missing=1))
 
 
 def _cpu_stat(group):
@@ -173,14 +234,14 @@ def open_proc():
     return os.open("/proc", os.O_RDONLY | os.O_DIRECTORY)
 
 
-def _with_proc(proc, read):
-    """`read(proc)` with `proc`, or with a /proc opened for the call when none is given (NOTHING without one)."""
+def _with_proc(proc, read, missing=NOTHING):
+    """`read(proc)` with `proc`, or with a /proc opened for the call when none is given (`missing` without one)."""
     if proc is not None:
         return read(proc)
     try:
         proc = open_proc()
     except OSError:
-        return NOTHING
+        return missing
     try:
         return read(proc)
     finally:
@@ -209,11 +270,11 @@ def starting_usage(proc=None):
     return _with_proc(proc, lambda proc: NOTHING._replace(machine_busy_seconds=machine_busy(proc)))
 
 
-def allowance(elapsed, usage, cap):
+def allowance(elapsed, usage, cap, cpus=1):
     """Seconds to add to a limit: the time waited less the time throttled against its own quota, bounded by the time
-    spent off the CPU (less that throttle too), by the CPU time everything else used, by WAIT_PER_CPU_SECOND per
-    CPU-second of the run's own, and by `cap`."""
-    others = usage.machine_busy_seconds - usage.cpu_seconds
+    spent off the CPU (less that throttle too), by the CPU time everything else used beyond `cpus` - 1 CPUs (the
+    machine's CPUs: `machine_cpus()`), by WAIT_PER_CPU_SECOND per CPU-second of the run's own, and by `cap`."""
+    others = usage.machine_busy_seconds - usage.cpu_seconds - (cpus - 1) * elapsed
     return max(0.0, min(usage.waited_seconds - usage.throttled_seconds,
                         elapsed - usage.cpu_seconds - usage.throttled_seconds, others,
                         WAIT_PER_CPU_SECOND * usage.cpu_seconds, cap))
@@ -223,15 +284,17 @@ class StretchedDeadline:
     """`seconds` from now, plus the run's waiting allowance, re-measured only once the deadline has passed.
 
     `start`: the usage at the start when it is known without measuring (a new process tree or cgroup, whose
-    counters begin at 0: `starting_usage()`), so that no /proc scan is paid at the start of every run."""
+    counters begin at 0: `starting_usage()`), so that no /proc scan is paid at the start of every run. `cpus`: how
+    many CPUs the machine's busy time counts (`machine_cpus()`, read here when not given)."""
 
-    def __init__(self, seconds, cap, measure: Callable[[], Usage], clock=time.monotonic, start=None):
+    def __init__(self, seconds, cap, measure: Callable[[], Usage], clock=time.monotonic, start=None, cpus=None):
         self.clock = clock
         self.started = clock()
         self.seconds = seconds
         self.cap = cap
         self.measure = measure
         self.baseline = NOTHING if cap <= 0 else start if start is not None else measure()
+        self.cpus = 1 if cap <= 0 else cpus if cpus is not None else machine_cpus()
         self.allowance = 0.0
         self.measured_at = self.started
 
@@ -248,5 +311,5 @@ class StretchedDeadline:
         self.measured_at = now
         usage = self.measure()
         since = Usage(*(now_ - then for now_, then in zip(usage, self.baseline)))
-        self.allowance = max(self.allowance, allowance(now - self.started, since, self.cap))
+        self.allowance = max(self.allowance, allowance(now - self.started, since, self.cap, self.cpus))
         return self.due() - now

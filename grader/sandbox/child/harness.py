@@ -53,7 +53,7 @@ from statements import (
     read_names,
 )
 from timer import Timer
-from tracebacks import PROBES_FILE, SETUP_FILE, format_error
+from tracebacks import PROBES_FILE, SETUP_FILE, compiled_name, format_error
 
 
 def capture_trusted():
@@ -98,7 +98,8 @@ class Harness:
                            lambda code: code.co_filename in self.student_files)
         self.notebook = bool(job.get("notebook"))
         self.units = job.get("cells") or [{"number": None, "source": job["source"]}]
-        self.student_files = {self.unit_filename(unit) for unit in self.units}
+        self.code_tag = str(job.get("code_tag") or "")
+        self.student_files = {self.code_filename(unit): self.unit_filename(unit) for unit in self.units}
         self.namespace = {"__name__": "__main__", "__builtins__": __builtins__}
         if self.notebook:
             self.namespace["display"] = notebook_display  # IPython's builtin, used freely in notebooks
@@ -132,6 +133,9 @@ class Harness:
 
     def unit_filename(self, unit):
         return self.filename if unit["number"] is None else "<cell %d>" % unit["number"]
+
+    def code_filename(self, unit):
+        return compiled_name(self.unit_filename(unit), self.code_tag)
 
     def write_submission_copy(self):
         """`__file__` names a readable copy of the submission (its original bytes), as when Python runs a file.
@@ -275,12 +279,12 @@ class Harness:
     def statements(self):
         """(cell number, filename, statement node) in order; a cell with a syntax error is reported and skipped."""
         for unit in self.units:
-            filename = self.unit_filename(unit)
-            tree, problem = parse_prefix(unit["source"], filename)
+            tree, problem = parse_prefix(unit["source"], self.unit_filename(unit))
             if problem:
                 self.channel.send({"type": "syntax_error", "cell": unit["number"], **problem})
                 if self.notebook:
                     continue   # Jupyter: the cell does not run at all, the next one does
+            filename = self.code_filename(unit)
             for node in tree.body:
                 yield unit["number"], filename, node
 

@@ -18,8 +18,18 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 GRADER_FILES = {SETUP_FILE, PROBES_FILE} | {os.path.join(HERE, name) for name in os.listdir(HERE) if name.endswith(".py")}
 
 
+def compiled_name(shown, tag):
+    """The name a student's statements are compiled under: the shown name inside a folder named by the run's secret
+    tag (the grader draws one per run). Whatever names a source position (print_saved_residuals, JAX's source info)
+    then names this run's tag, which text typed into the file cannot know; format_error shows the plain name again.
+    `student_files` below maps each compiled name to its shown one."""
+    return f"/run-{tag}/{shown}" if tag else shown
+
+
 def format_error(error, student_files):
     """The error as plain data: the student's frames only, where it happened, and whether the grader raised it.
+    `student_files` maps each name the student's code was compiled under to the name the student reads (the file's
+    own, or `<cell N>`): the record and the traceback show the latter.
 
     `grader_fault` is set when the innermost frame is the grader's own code (a scenario replacement or a probe):
     that is never the student's doing (unless baseline, which has no replacements, fails the same way).
@@ -29,7 +39,7 @@ def format_error(error, student_files):
     last = student_frames[-1] if student_frames else None
     # Drop the harness's own frames: the student sees their file (and library frames below it).
     first = next((i for i, f in enumerate(frames) if f.filename in student_files), 0)
-    keep = [frame for frame in frames[first:] if frame.filename not in GRADER_FILES
+    keep = [_shown(frame, student_files) for frame in frames[first:] if frame.filename not in GRADER_FILES
             or (frame is frames[-1] and frame.filename in (SETUP_FILE, PROBES_FILE))]
     text = "Traceback (most recent call last):\n" + "".join(traceback.format_list(keep))
     text += "".join(traceback.format_exception_only(type(error), error))
@@ -43,6 +53,13 @@ def format_error(error, student_files):
     # The recorder's wrappers only pass calls through (their own failures never propagate), so an error leaving
     # them is the wrapped function's; only code that acts on its own (a scenario replacement, a probe) can fault.
     return {"type": type(error).__name__, "message": message, "line": last.lineno if last else None,
-            "file": last.filename if last else None, "traceback": text,
+            "file": student_files[last.filename] if last else None, "traceback": text,
             "grader_fault": innermost in (SETUP_FILE, PROBES_FILE) or raised_in_grader_rule(error, student_files),
             "through_setup": any(frame.filename == SETUP_FILE for frame in frames)}
+
+
+def _shown(frame, student_files):
+    """The frame under the name the student reads (its source line read again under that name, the run's copy)."""
+    if frame.filename not in student_files:
+        return frame
+    return traceback.FrameSummary(student_files[frame.filename], frame.lineno, frame.name)

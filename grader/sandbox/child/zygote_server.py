@@ -195,6 +195,7 @@ def supervise(request, fds):
         from cpu_wait import (  # preloaded by main()
             StretchedDeadline,
             group_usage,
+            machine_cpus,
             open_proc,
             starting_usage,
             tree_usage,
@@ -218,7 +219,7 @@ def supervise(request, fds):
         wall = StretchedDeadline(limits["wall_seconds"], limits.get("cpu_wait_allowance_seconds", 0),
                                  lambda: (group_usage(stats, proc, quota) if stats is not None else None)
                                  or tree_usage(pid, proc),
-                                 start=starting_usage(proc))
+                                 start=starting_usage(proc), cpus=machine_cpus(proc))
         while True:
             done, status = os.waitpid(pid, os.WNOHANG)
             if done:
