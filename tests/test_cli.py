@@ -77,3 +77,25 @@ def test_worlds_grades_the_reference_in_the_drawn_world_asked_for():
     assert done.returncode == 0, done.stdout + done.stderr
     assert "world 1/1: batch seed 424243: reference 100/100" in done.stdout
     assert "1 of 1 worlds: the reference scored full marks." in done.stdout
+
+
+def test_every_commands_help_says_what_it_reads_and_writes_and_names_no_source_file(capsys):
+    """Issue 57: each command's --help says what it reads and writes and where, and cites no file of the grader's
+    own source (a newcomer reads the help, not the code)."""
+    import re
+
+    from grader.cli.main import main
+
+    commands = ["grade", "similar", "check", "build", "new", "validate", "worlds", "adjust", "explain", "release"]
+    for command in commands:
+        with pytest.raises(SystemExit) as done:
+            main([command, "--help"])
+        assert done.value.code == 0
+        text = capsys.readouterr().out
+        flat = " ".join(text.split())
+        assert "reads" in flat.lower() and "writes" in flat.lower(), f"`grader {command} --help` does not say what it reads and writes"
+        assert not re.search(r"\bgrader/[a-z_/]+|\b[a-z_]+\.py\b(?<!<id>\.py)", flat.replace("<id>.py", "")), \
+            f"`grader {command} --help` names a source file"
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    assert not re.search(r"\bgrader/[a-z_/]+\.py", capsys.readouterr().out)

@@ -1,4 +1,4 @@
-"""The record's schema lives in one place (grader/model/record.py): the README's `<id>.json` row must name exactly
+"""The record's schema lives in one place (grader/model/record.py): docs/reference.md's `<id>.json` row must name exactly
 its keys, and a record the grader really writes for the reference solution must have exactly those keys and types."""
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ NESTED = {"groups": GroupScore, "checks": CheckRecord, "runs": RunSummary, "outp
 
 def readme_keys() -> tuple[set[str], dict[str, set[str]]]:
     """(top-level keys, key -> the keys named in the parentheses after it) from the README's `<id>.json` row."""
-    row = next(line for line in (ROOT / "README.md").read_text().splitlines() if line.startswith("| `<id>.json` |"))
+    row = next(line for line in (ROOT / "docs/reference.md").read_text().splitlines() if line.startswith("| `<id>.json` |"))
     described = row.split("|")[2].split("): ", 1)[1]     # after "the record (its types: ...): "
     top: set[str] = set()
     inner: dict[str, set[str]] = {}

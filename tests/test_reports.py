@@ -352,3 +352,15 @@ def test_pages_render_in_headless_chromium(pages, tmp_path, which):
     dark = (pixels < 0.3).mean()
     assert dark > 0.005, f"too few dark pixels ({dark:.4f}): no text or figures were drawn"
     assert (pixels > 0.9).mean() > 0.3, "the page background should be mostly white"
+
+
+def test_most_common_feedback_counts_texts_that_differ_only_in_their_numbers_together():
+    """Issue 57: each student's feedback quotes their own values, so counting exact texts gave every line a count of
+    1. Texts that differ only in their numbers are one kind; different wording stays apart."""
+    from grader.outputs.reports import feedback_kind
+
+    a = "temp_size_in_bytes for plain is 2308628, but the compiler reports 324 bytes when you run your file."
+    b = "temp_size_in_bytes for plain is -17, but the compiler reports 1.5e3 bytes when you run your file."
+    c = "temp_size_in_bytes for plain is missing."
+    assert feedback_kind(a) == feedback_kind(b) != feedback_kind(c)
+    assert feedback_kind("first line 3\nsecond line 4") == feedback_kind("first line 9\nother")

@@ -42,7 +42,10 @@ def resolved_out(args) -> bool:
 
 def add_commands(commands) -> None:
     adjust = commands.add_parser("adjust", help="record an instructor's adjustment of a score (kept in "
-                                 "OUT/adjustments.toml and applied by every `grader grade`)")
+                                 "OUT/adjustments.toml and applied by every `grader grade`)", description=(
+                                     "Record an instructor's decision about a score. Reads: OUT/<id>.json (to print "
+                                     "the score before and after) and OUT/adjustments.toml. Writes: "
+                                     "OUT/adjustments.toml only; the next `grader grade` applies it to every output."))
     adjust.add_argument("student", nargs="?", help="the submission id, as in grades.csv")
     adjust.add_argument("check", nargs="?", help=f"a check id, `{WHOLE}` for the whole submission, or `{LATE}` for "
                         f"the late penalty (a deduction: --set 0 waives it, --set -5 makes it 5 points, +2 gives 2 back)")
@@ -61,7 +64,9 @@ def add_commands(commands) -> None:
     adjust.add_argument("--confirm", action="store_true", help="confirm the adjustment of STUDENT CHECK for the "
                         "submission as it is now (and clamp a score outside 0..max into that range)")
     explain = commands.add_parser("explain", help="what each check compared in each world for one submission "
-                                  "(the instructor's, to decide a regrade request)")
+                                  "(the instructor's, to decide a regrade request)", description=(
+                                      "What each check compared in each world for one submission. Reads: "
+                                      "OUT/<id>.json. Writes: nothing (it prints to the terminal)."))
     explain.add_argument("student", help="the submission id")
     explain.add_argument("check", nargs="?", help="one check id (default: every check)")
     explain.add_argument("--out", type=Path, help=OUT_HELP)

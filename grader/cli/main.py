@@ -48,7 +48,7 @@ def _main(argv: list[str] | None = None) -> int:
     parser.add_argument("--version", action="version", version=f"grader {__version__}")
     commands = parser.add_subparsers(dest="command", required=True)
 
-    grade_cmd = commands.add_parser("grade", help="grade every submission in a folder")
+    grade_cmd = commands.add_parser("grade", help="grade every submission in a folder", description=GRADE_IO)
     grade_cmd.add_argument("submissions", type=Path, help="folder of <id>.py / <id>.ipynb files or <id>/ folders")
     grade_cmd.add_argument("--out", type=Path, help="results folder (default: SUBMISSIONS/../results)")
     grade_cmd.add_argument("--assignment", help=ASSIGNMENT_HELP)
@@ -72,32 +72,34 @@ def _main(argv: list[str] | None = None) -> int:
                            "(tcp://host:8786; needs the [cluster] extra); records and class files are still written here")
     add_similarity_options(grade_cmd, on_grade=True)
 
-    similar_cmd = commands.add_parser("similar", help="the instructor's similarity report of a results folder, "
+    similar_cmd = commands.add_parser("similar", description=SIMILAR_IO, help="the instructor's similarity report of a results folder, "
                                       "without grading again (report.html section and similarity.csv)")
     similar_cmd.add_argument("out", type=Path, help="the results folder `grader grade` wrote")
     similar_cmd.add_argument("--assignment", help=ASSIGNMENT_HELP)
     similar_cmd.add_argument("--root", type=Path, help=ROOT_HELP)
     add_similarity_options(similar_cmd, on_grade=False)
 
-    check_cmd = commands.add_parser("check", help="grade one file and print its visible feedback (exit 0 at full marks)")
+    check_cmd = commands.add_parser("check", help="grade one file and print its visible feedback (exit 0 at full marks)",
+                                    description=CHECK_IO)
     add_check_arguments(check_cmd)
     check_cmd.add_argument("--root", type=Path, help=ROOT_HELP)
     check_cmd.add_argument("--cache-dir", type=Path, help=CACHE_HELP)
 
-    build_cmd = commands.add_parser("build", help="render the student starters (.py and .ipynb) from the reference "
+    build_cmd = commands.add_parser("build", description=BUILD_IO, help="render the student starters (.py and .ipynb) from the reference "
                                     "solution, and write the autograder zip and the students' wheel for `grader check`")
     build_cmd.add_argument("assignment", nargs="?", help=ASSIGNMENT_HELP)
     build_cmd.add_argument("--out", type=Path, help="output folder for everything (default: starters in <project root>/"
                            "student_templates, the autograder zip, which holds the solution, in <project root>/build)")
     build_cmd.add_argument("--root", type=Path, help=ROOT_HELP)
 
-    new_cmd = commands.add_parser("new", help="create a working lesson skeleton: assignments/LESSON/ and solutions/LESSON.py")
+    new_cmd = commands.add_parser("new", help="create a working lesson skeleton: assignments/LESSON/ and solutions/LESSON.py",
+                                  description=NEW_IO)
     new_cmd.add_argument("lesson", help="the new lesson's id (its folder name and the file students submit)")
     new_cmd.add_argument("--title", help="the lesson's title (default: made from the id)")
     new_cmd.add_argument("--root", type=Path, help="project root to create it in (default: the nearest folder above "
                          "the current one holding assignments/, else the current folder)")
 
-    validate_cmd = commands.add_parser("validate", help="check an assignment's configuration and trial-grade its "
+    validate_cmd = commands.add_parser("validate", description=VALIDATE_IO, help="check an assignment's configuration and trial-grade its "
                                        "reference solution (exit 0: ready to grade)")
     validate_cmd.add_argument("assignment", nargs="?",
                               help="assignment id, or the path of an assignment folder (default: the only one under assignments/)")
@@ -105,7 +107,7 @@ def _main(argv: list[str] | None = None) -> int:
     validate_cmd.add_argument("--cache-dir", type=Path, help=CACHE_HELP)
     validate_cmd.add_argument("--allow-weak-isolation", action="store_true", help=WEAK_OPTION_HELP)
 
-    worlds_cmd = commands.add_parser("worlds", help="grade the reference solution in drawn batch worlds, as `grade` "
+    worlds_cmd = commands.add_parser("worlds", description=WORLDS_IO, help="grade the reference solution in drawn batch worlds, as `grade` "
                                      "draws them (exit 0: full marks in every one)")
     worlds_cmd.add_argument("assignment", nargs="?", help=ASSIGNMENT_HELP)
     worlds_cmd.add_argument("--root", type=Path, help=ROOT_HELP)
@@ -162,6 +164,30 @@ def _main(argv: list[str] | None = None) -> int:
     return _check(assignment, args)
 
 
+# What each command reads and writes, and where (its --help says it first).
+GRADE_IO = ("Grade every submission in SUBMISSIONS (<id>.py, <id>.ipynb or <id>/ folders), each in its own sandbox. "
+            "Reads: SUBMISSIONS, the assignment (<root>/assignments/<id>/ and solutions/<id>.py), --roster and "
+            "--times when given, the warm state in the user cache. Writes: the results folder (--out, default "
+            "SUBMISSIONS/../results): <id>.json, <id>.feedback.md and <id>.feedback.html per student, grades.csv, "
+            "final_grades.csv, canvas.csv and canvas-warnings.txt, gradescope/, report.html, similarity.csv and "
+            "similarity/; and the warm state in the user cache. A re-run reuses every unchanged record.")
+SIMILAR_IO = ("The similarity report of a results folder, without grading again. Reads: OUT's records and "
+              "similarity/ sidecars (and --earlier DIR's). Writes: OUT/similarity.csv and the similarity section of "
+              "OUT/report.html.")
+CHECK_IO = ("Grade one file on this machine and print its visible feedback. Reads: FILE and the assignment (the "
+            "project's, or the one bundled in the installed student wheel). Writes: nothing but the terminal and the "
+            "warm state in the user cache.")
+BUILD_IO = ("Render the starters from the reference solution and package the assignment. Reads: the assignment "
+            "folder and solutions/<id>.py. Writes: student_templates/<id>.py and <id>.ipynb, and into build/ the "
+            "autograder zip (which holds the solution: never hand it out) and the students' wheel for `grader "
+            "check`; with --out, everything into that folder.")
+NEW_IO = ("Start a lesson from a working skeleton. Reads nothing. Writes: <root>/assignments/LESSON/ and "
+          "<root>/solutions/LESSON.py (refused when either exists). Next: `grader validate LESSON`.")
+VALIDATE_IO = ("Check an assignment's configuration and trial-grade its reference solution in a sandbox (exit 0: "
+               "ready to grade). Reads: the assignment and its solution. Writes: only the warm state in the user "
+               "cache.")
+WORLDS_IO = ("Grade the reference solution in drawn batch worlds, as `grade` draws them (exit 0: full marks in "
+             "every one). Reads: the assignment and its solution. Writes: only the warm state in the user cache.")
 ASSIGNMENT_HELP = ("assignment id, or the path of its folder assignments/<id>/ "
                    "(default: the only assignment under <root>/assignments/)")
 ROOT_HELP = "project root holding assignments/ (default: found from the current folder)"

@@ -2,7 +2,7 @@
 
 The record stays a plain dict at runtime (TypedDicts), so the JSON on disk is exactly what `json.dumps` of the
 dict gives and records written before these types existed still load. mypy checks every key a reader uses.
-The README's `<id>.json` row is tested against these keys (tests/test_record_schema.py).
+docs/reference.md's `<id>.json` row is tested against these keys (tests/test_record_schema.py).
 """
 
 

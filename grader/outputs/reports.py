@@ -50,6 +50,16 @@ OUTPUT_SHOWN_CHARS = 20000  # of the head and of the tail each: the page stays s
 TOP_MESSAGES = 15
 
 
+NUMBER = re.compile(r"[-+]?\d[\d_]*(?:\.\d+)?(?:[eE][-+]?\d+)?")
+
+
+def feedback_kind(text: str) -> str:
+    """What a feedback text says, its numbers aside: each student's text quotes their own values, so texts are
+    counted together when they differ only there (the first line, numbers as `#`)."""
+    first = text.split("\n", 1)[0][:2000]
+    return NUMBER.sub("#", first)
+
+
 def _figures():
     """The drawing module, imported on first use: matplotlib takes most of a second to import, and a CLI
     command that writes no report should not pay for it."""
@@ -147,8 +157,11 @@ def class_context(records: list[Record], assignment, run_info: dict) -> dict[str
                            "rate": full / n if n else 0.0, "max_score": maximum,
                            "mean": sum(s["score"] for s in scores) / n if n else 0.0})
 
-    feedback_counts = Counter((c["id"], c["feedback"]) for r in graded for c in r.get("checks", [])
-                              if c["score"] < c["max_score"])
+    failing = [(c["id"], c["feedback"]) for r in graded for c in r.get("checks", []) if c["score"] < c["max_score"]]
+    feedback_counts = Counter((check_id, feedback_kind(text)) for check_id, text in failing)
+    example: dict[tuple[str, str], str] = {}   # (check, kind) -> the first student's wording of it
+    for check_id, text in failing:
+        example.setdefault((check_id, feedback_kind(text)), text)
     note_counts = Counter(m for r in records for m in r.get("messages", [])
                           if isinstance(m, str) and not m.startswith(ISOLATION_PREFIX))
     isolation_counts = Counter(_isolation(r) for r in graded)
@@ -191,8 +204,8 @@ def class_context(records: list[Record], assignment, run_info: dict) -> dict[str
         "checks": check_rows, "groups": group_rows,
         "check_chart": _section(drawing, "The pass-rate chart", lambda: _figures().pass_rate_chart(
             [(row["id"], row["rate"], row["partial_rate"]) for row in check_rows])) if check_rows and graded else None,
-        "feedback": [{"count": n, "check": check_id, "text": text}
-                     for (check_id, text), n in feedback_counts.most_common(TOP_MESSAGES)],
+        "feedback": [{"count": n, "check": check_id, "text": example[(check_id, kind)]}
+                     for (check_id, kind), n in feedback_counts.most_common(TOP_MESSAGES)],
         "notes": [{"count": n, "text": text} for text, n in note_counts.most_common(TOP_MESSAGES)],
         "problems": problems,
         "environment": environment,
