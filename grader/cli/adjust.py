@@ -11,12 +11,11 @@ from __future__ import annotations
 
 import datetime
 import getpass
-import json
 import sys
 from pathlib import Path
 from typing import Any
 
-from grader.cli.explain_view import score_line, world_lines
+from grader.cli.explain_view import indented, score_line, world_lines
 from grader.common.last_results import results_folder
 from grader.config.late import TARGET as LATE
 from grader.model.record import Record, held_checks, record_from_json
@@ -265,18 +264,10 @@ def explanation_text(record: Record, check_ids: list[str]) -> str:
                   for a in record.get("adjustments", []) if a.get("check") == check["id"]]
         worlds = explanations.get(check["id"]) or {}
         if not worlds:
-            lines += ["   feedback: " + _indented(check["feedback"])]
+            lines += ["   feedback: " + indented(check["feedback"])]
         else:
             lines.append(score_line(check, len(worlds)))
         for scenario, entry in worlds.items():
             run: dict[str, Any] = dict(runs.get(scenario) or {})
             lines += world_lines(scenario, entry.get("seed", run.get("seed")), entry, float(check["max_score"]))
     return "\n".join(lines)
-
-
-def _shown(value: Any) -> str:
-    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
-
-
-def _indented(text: str, width: int = 13) -> str:
-    return ("\n" + " " * width).join(text.splitlines() or [""])

@@ -24,6 +24,7 @@ from typing import Any
 
 from grader import PACKAGE_DIR
 from grader.config.check_functions import check_function
+from grader.config.late import TABLE as LATE_TABLE
 from grader.config.validate import (  # noqa: F401 -- ConfigError and the vocabularies are imported from here too
     BINDING_RULES,
     EVIDENCE_BOUNDS,
@@ -353,7 +354,7 @@ def _fingerprint(a: Assignment) -> str:
             digest.update(path.name.encode() + b"\0" + path.read_bytes())
     # assignment.toml as read, less [late]: the late policy is applied as results are written (config/late.py), so
     # changing it re-grades nobody
-    graded = {name: table for name, table in a.config.items() if name != "late"}
+    graded = {name: table for name, table in a.config.items() if name != LATE_TABLE}
     digest.update(b"assignment.toml\0" + json.dumps(graded, sort_keys=True, default=str).encode())
     package = PACKAGE_DIR
     for path in sorted(package.rglob("*.py")):     # the child's code (grader/sandbox/child/) changes grades too

@@ -30,6 +30,7 @@ from typing import Any
 
 from grader.common.files import atomic_write
 from grader.common.safe_text import visible
+from grader.config.late import TARGET as LATE_TARGET
 from grader.lms.canvas import DownloadName, Roster, parse_download_name
 from grader.model.record import Record, held_checks, record_from_json
 from grader.model.verdicts import grader_fault
@@ -43,7 +44,6 @@ LEDGER = "released.json"
 BULK = "canvas-bulk"                     # OUT/release/canvas-bulk/ and OUT/release/canvas-bulk.zip
 BULK_TARGET = "canvas bulk upload"       # the ledger's target for pages put in a bulk zip
 PAGE_MARK = 'id="score"'                 # in every student page the template draws (a fallback page has none)
-LATE_TARGET = "late"                     # `grader adjust STUDENT late ...`: the late penalty's override
 SECRET_MIN_CHARS = 16                    # shorter lines ("Correct.") say nothing a student could use
 
 
