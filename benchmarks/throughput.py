@@ -51,7 +51,6 @@ from grader.cli.batch import grade_folder  # noqa: E402
 from grader.common.user_cache import CACHE_DIR_ENV, use_cache_dir  # noqa: E402
 from grader.config.assignment import load  # noqa: E402
 from grader.grading.warm_state import WarmState  # noqa: E402
-from grader.runs.jobs import fresh_variant_seed  # noqa: E402
 
 FIELDS = "('argument_size_in_bytes','output_size_in_bytes','temp_size_in_bytes','alias_size_in_bytes')"
 MEMORY = {
@@ -165,8 +164,9 @@ def grade_class(assignment, files: list[Path], folder: Path, workers: int | None
     for path in files:
         (folder / path.name).write_bytes(path.read_bytes())
     cpu, own, started = meter.seconds(), process_seconds(), time.perf_counter()
+    # the seed drawn as `grader grade` draws it (a fresh one per batch, taken from the stock an earlier batch drew)
     result = grade_folder(assignment, folder, folder.with_name(folder.name + "-out"), workers=workers,
-                          variant_seed=fresh_variant_seed(assignment), progress=lambda line: None)
+                          progress=lambda line: None)
     wall = time.perf_counter() - started
     runs = [run for record in result.records for run in record.get("runs", {}).values()]
     inside = sum(run.get("cpu_seconds") or 0 for run in runs)

@@ -292,9 +292,9 @@ def test_progress_on_a_terminal_ticks_through_the_warm_up_then_draws_the_bar(mon
 
 @pytest.mark.slow
 def test_a_fresh_cache_is_warmed_once_and_reused_by_the_next_batches(assignment, tmp_path, monkeypatch):
-    """Batch 1 measures the reference facts, compiles the starter's programs and warms its batch's world; batch 2
-    (another seed) reuses the facts and programs and warms only its world; batch 3 has nothing to grade and warms
-    nothing. Grades are the same each time."""
+    """Batch 1 measures the reference facts, warms its batch's world and compiles the starter's programs of the
+    lesson's own world (its world's verification runs there); batch 2 (another seed) reuses the facts and programs
+    and warms only its world; batch 3 has nothing to grade and warms nothing. Grades are the same each time."""
     monkeypatch.setenv(CACHE_DIR_ENV, str(tmp_path / "cache"))
     folder, out = tmp_path / "submissions", tmp_path / "out"
     folder.mkdir()
@@ -318,6 +318,7 @@ def test_a_fresh_cache_is_warmed_once_and_reused_by_the_next_batches(assignment,
     assert state.read_reference() is not None
     used = {seed: variant_seed_for(assignment, seed) for seed in (101, 202)}   # the suitable worlds they ask for
     assert (first.variant_seed, second.variant_seed) == (used[101], used[202])
+    assert third.variant_seed == used[202]   # nothing to grade: no seed drawn, the report names its records' world
     for seed in used.values():
         verdict = state.read_world(seed)
         assert verdict is not None and verdict.suitable and verdict.seed == seed
@@ -379,6 +380,44 @@ def test_a_batch_warm_up_that_fails_is_the_batchs_failure_and_never_leaves_runs_
             warm.figures()
     assert (state.read_seed(5, 5) is None) == (failing == "the variant's programs")
     assert (state.read_world(5) is None) == (failing == "the world's verdict")
+
+
+def test_the_lesson_worlds_programs_are_built_only_once_a_run_there_waits(assignment, tmp_path, monkeypatch):
+    """Nothing kept but the facts: the batch's variant world's programs are built at once (every file runs there
+    first); the lesson's own world's only when the first run there waits for them, once however many wait, and
+    they are kept for later commands."""
+    import grader.grading.warm_up as warm_up
+
+    monkeypatch.setenv(CACHE_DIR_ENV, str(tmp_path / "cache"))
+    monkeypatch.setattr(warm_up, "ServerStart", NoServer)
+    monkeypatch.setattr(grader.grading.warm_state.compile_cache, "can_cache", lambda: True)
+    state = WarmState(assignment, public_source="x = 1\n")
+    state.store.build("reference", lambda staging: {"facts": {"reports": {"t": "none"}, "memory": {"t": "none"}}},
+                      False)
+    built: list[list[str]] = []
+
+    def builds(self, runs, staging):
+        built.append([scenario.name for scenario, _, _ in runs])
+        time.sleep(0.2)
+        return programs(staging, (f"jit_{runs[0][0].name}-cache",))
+
+    monkeypatch.setattr(WarmState, "_compile_starter", builds)
+    monkeypatch.setattr(grader.grading.warm_state, "judge_world", lambda assignment, facts, batch_seed, runner:
+                        WorldVerdict(batch_seed, 100.0, 100.0, (), {"baseline": None, "variant": None}))
+    seeds = {"baseline": assignment.lesson_seed, "variant": 5}
+    with warm_up.warmed_up(assignment, seeds, lambda text: None, public_source="x = 1\n", batch_seed=5) as warm:
+        for thread in list(warm.threads):
+            thread.join(10)
+        assert built == [["variant"]] and state.read_starter() is None
+        gate = warm.runner.gates[scenario_world(assignment, assignment.scenarios["baseline"], assignment.lesson_seed, 5)]
+        assert not gate.is_set()
+        waiting = [threading.Thread(target=gate.wait) for _ in range(3)]
+        for thread in waiting:
+            thread.start()
+        for thread in waiting:
+            thread.join(10)
+        assert gate.is_set() and built == [["variant"], ["baseline"]]
+    assert state.read_starter() is not None and state.read_seed(5, 5) is not None
 
 
 def test_the_fork_server_outlives_the_thread_that_started_it(assignment):

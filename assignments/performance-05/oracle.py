@@ -601,9 +601,38 @@ def suitable_seed(seed: int, settings: Any) -> bool:
     the exact slope, which needs a slope large beside the objective's value (its rounding)."""
     w, x = lesson_inputs(seed)
     value, slope = objective(w, x), float(gradient(w, x).sum())
-    budget = settings.value_share * (settings.lesson_directional_rtol * abs(slope) + settings.lesson_directional_atol)
-    if budget * 0.85 < settings.separation * settings.finite_noise_float32 * SINGLE * value / settings.eps_min:
+    if _slope_too_small(value, slope, settings):
         return False
     nudges = size_nudges(seed, seed, "variant", settings)
     oracle = Oracle(seed=seed, w=w, x=x, rules=nudges.rules)
     return separates(nudges, oracle, settings)
+
+
+def _slope_too_small(value: Any, slope: Any, settings: Any) -> Any:
+    """suitable_seed's first test (elementwise on arrays): the slope's share of the lesson's tolerance is too small
+    beside the rounding of a float32 central difference at the smallest sensible step."""
+    budget = settings.value_share * (settings.lesson_directional_rtol * np.abs(slope) + settings.lesson_directional_atol)
+    return budget * 0.85 < settings.separation * settings.finite_noise_float32 * SINGLE * value / settings.eps_min
+
+
+def suitable_seeds(seeds: list[int], settings: Any) -> list[bool]:
+    """suitable_seed of each seed, the same answers, about five times faster on a long list: only about one seed in
+    18,000 is suitable, and a batch draws until one is. The first test runs on all seeds at once (stacked weights,
+    the same float32-then-float64 inputs); a seed it rejects only narrowly, and every seed it passes, is decided by
+    suitable_seed itself, so stacking's other summation order can never change an answer."""
+    if not seeds:
+        return []
+    weights = np.empty((len(seeds), WIDTH * WIDTH))
+    for row, seed in zip(weights, seeds):
+        np.random.Generator(np.random.PCG64(seed)).standard_normal(out=row)   # default_rng(seed).normal, as drawn
+    w = (weights * 0.1).astype(np.float32).astype(np.float64).reshape(len(seeds), WIDTH, WIDTH)
+    h = [np.broadcast_to(np.linspace(-0.5, 0.5, WIDTH, dtype=np.float32).astype(np.float64), (len(seeds), WIDTH))]
+    for _ in range(LAYERS):
+        h.append(np.tanh(np.matmul(w, h[-1][..., None])[..., 0]))
+    g = 2.0 * h[-1]
+    for i in range(LAYERS, 0, -1):
+        g = np.matmul((g * (1.0 - h[i] ** 2))[:, None, :], w)[:, 0, :]
+    value, slope = np.sum(h[-1] ** 2, axis=1), np.sum(g, axis=1)
+    # rejected with room to spare: a margin far above any difference the summation order makes (about 1e-15)
+    clear = _slope_too_small(value * (1.0 - 1e-9), np.abs(slope) * (1.0 + 1e-9), settings)
+    return [not rejected and suitable_seed(seed, settings) for seed, rejected in zip(seeds, clear.tolist())]

@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import contextlib
 import os
+import threading
 import time
 import traceback
+from collections import Counter
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
@@ -25,6 +27,7 @@ from grader.common.environment import environment
 from grader.common.files import remove_torn_writes
 from grader.config.assignment import Assignment, ConfigError
 from grader.grading.grade import error_record, grade_one
+from grader.grading.seed_stock import SeedStock
 from grader.grading.warm_state import WarmState
 from grader.grading.warm_up import WarmUp, warmed_up
 from grader.grading.world_check import MAX_REJECTED_WORLDS, WorldRejected, WorldVerdict, too_many_rejected
@@ -40,7 +43,7 @@ from grader.outputs.progress import Progress
 from grader.outputs.results_folder import claim
 from grader.outputs.similarity_view import write_similarity_csv
 from grader.outputs.writers import result_path
-from grader.runs.jobs import Runner, fresh_variant_seed, scenario_seed, variant_seed_for
+from grader.runs.jobs import Runner, fresh_variant_seed, is_suitable, scenario_seed, variant_seed_for
 from grader.similarity.report import SimilarityOptions, run_keeper, safe_similarity, settings_for
 from grader.similarity.store import ensure_sidecars, write_sidecar
 
@@ -99,8 +102,8 @@ def grade_folder(assignment: Assignment, folder: Path, out: Path, workers: int |
     for note in claim(out, folder, assignment.id, [s.id for s in submissions]):   # one class per results folder
         progress.note(note)
     remove_torn_writes(out)  # left by a run that was killed mid-write; finished files are whole
-    seed = variant_seed_for(assignment, variant_seed) if variant_seed is not None else fresh_variant_seed(assignment)
-    result = BatchResult(variant_seed=seed)
+    seed: int | None = None   # drawn below, only when something is to be graded (a draw can take a second)
+    result = BatchResult()
     pending = []
     kept: list[tuple[Submission, Record]] = []
     for submission in submissions:
@@ -109,7 +112,6 @@ def grade_folder(assignment: Assignment, folder: Path, out: Path, workers: int |
             kept.append((submission, previous))
         else:
             pending.append(submission)
-    seeds = seed_map(assignment, seed)
     warm: WarmUp | None = None
     remote: ClusterGrading | None = None
 
@@ -131,13 +133,20 @@ def grade_folder(assignment: Assignment, folder: Path, out: Path, workers: int |
             continue
         result.records.append(record)
         result.reused += 1
+    if pending:
+        seed = variant_seed_for(assignment, variant_seed) if variant_seed is not None else _drawn_seed(assignment, cache)
+    else:   # nothing runs: the report names the world most of its records were graded in
+        seed = Counter(r.get("variant_seed") for r in result.records).most_common(1)[0][0] if result.records else None
+    result.variant_seed = seed or 0
+    seeds = seed_map(assignment, seed) if seed is not None else {}
     to_grade = f"{len(pending)} to grade (variant seed {seed})" if pending else "nothing to grade"
     progress.note(f"{len(submissions)} submission(s) in {folder}; {result.reused} unchanged since the last run, "
                   f"{to_grade}.")
     rejected: list[WorldVerdict] = []      # worlds in which the reference solution fell short: never used
-    while True:
+    while pending:
+        assert seed is not None   # drawn above whenever something is pending
         try:
-            if scheduler is not None and pending:     # on the cluster: each worker warms up for itself
+            if scheduler is not None:     # on the cluster: each worker warms up for itself
                 remote = ClusterGrading(scheduler, assignment, seed)
                 try:
                     progress.note(remote.describe())
@@ -156,7 +165,7 @@ def grade_folder(assignment: Assignment, folder: Path, out: Path, workers: int |
                         warm.figures()   # a warm-up that failed after the last record is still the batch's failure
                 finally:
                     progress.finish()
-            elif pending:
+            else:
                 result.records += _grade(assignment, pending, {}, seed, None, workers, progress, files, None, out)
             break
         except WorldRejected as rejection:   # no record of that world was written: grade again in another
@@ -189,6 +198,18 @@ def grade_folder(assignment: Assignment, folder: Path, out: Path, workers: int |
     result.adjustments = summarize(result.records, adjustments)
     result.seconds = time.monotonic() - started
     return result
+
+
+def _drawn_seed(assignment: Assignment, cache: Path | None) -> int:
+    """A fresh variant seed for this batch: one drawn ahead by an earlier batch when there is one (seed_stock.py),
+    else drawn now; the stock is refilled in the background for the next batch."""
+    stock = SeedStock(WarmState(assignment, cache).folder, lambda seed: is_suitable(assignment, seed))
+    seed = stock.take()
+    if seed is None:
+        seed = fresh_variant_seed(assignment)
+    threading.Thread(target=stock.refill, args=(lambda: fresh_variant_seed(assignment, frozenset({seed})),),
+                     name="drawing variant seeds for the next batches", daemon=True).start()
+    return seed
 
 
 def seed_map(assignment: Assignment, variant_seed: int) -> dict[str, int]:

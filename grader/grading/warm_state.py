@@ -185,13 +185,14 @@ class WarmState:
 
     def seed(self, seed: int, batch_seed: int | None, base: Part | None = None) -> Part | None:
         """The starter's programs in the fresh-seed scenarios at `seed` in the batch `batch_seed` (built now, from
-        `base`'s programs, when not kept); None where programs cannot be kept or there is no public starter."""
+        `base`'s programs or the kept starter's, when not kept); None where programs cannot be kept or there is no
+        public starter."""
         if not self.compiled:
             return None
         name = self._seed_name(seed, batch_seed)
         part = self.read_seed(seed, batch_seed)
         if part is None:
-            base = base or self.starter()
+            base = base if base is not None else self.read_starter()   # kept programs it can reuse; never built here
             runs = [(s, seed, batch_seed) for s in fresh_scenarios(self.assignment)]
             part = self.store.build(name, lambda staging: self._compile_starter(runs, staging), True, base)
             self.store.prune("seed-", KEPT_SEEDS, frozenset({name}))

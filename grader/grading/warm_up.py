@@ -21,14 +21,13 @@ import functools
 import threading
 import time
 from collections.abc import Callable, Iterator
-from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 from grader.common.warm_store import Part, View, mark_used
 from grader.config.assignment import Assignment, ConfigError
-from grader.grading.warm_state import WarmState, fresh_scenarios, scenario_world, world
+from grader.grading.warm_state import WarmState, fixed_scenarios, fresh_scenarios, scenario_world, world
 from grader.grading.world_check import WorldRejected, WorldVerdict
 from grader.model.job import Job
 from grader.model.limits import Limits
@@ -164,16 +163,24 @@ def warmed_up(assignment: Assignment, seeds: dict[str, int], note: Note, cache: 
         raise _unusable(state, error) from None
     server = ServerStart(view.folder if view else None, note,
                          ready=lambda seconds: steps(f"Warm-up: fork server ready ({seconds:.1f} s)."))
-    warm = None
+    gates: dict[str, threading.Event] = {}
+    warm = WarmUp(state, seeds, batch_seed, {}, GatedRunner(server, gates, approved))
     try:
         try:
-            reference, starter = _facts_and_programs(state, steps)
+            reference, starter = state.read_reference(), state.read_starter()
         except OSError as error:
             raise _unusable(state, error) from None
         if view and starter:
             view.add(starter)
-        gates: dict[str, threading.Event] = {}
-        warm = WarmUp(state, seeds, batch_seed, state.facts(reference), GatedRunner(server, gates, approved))
+        # The programs of each world a run may need, without holding the batch back: the fresh-seed worlds' (the
+        # primary scenario's: every file runs there) built at once, beside the facts; the lesson's own worlds' only
+        # when a run there first waits for them (a class that passes in the primary world never pays for them).
+        if starter is None and state.compiled:
+            on_demand = OnDemand(lambda: warm.start("compiling the lesson's programs",
+                                                    functools.partial(_build_starter, state, view, on_demand, steps)))
+            for scenario in fixed_scenarios(assignment):
+                if scenario.name in seeds:
+                    gates[scenario_world(assignment, scenario, seeds[scenario.name], batch_seed)] = on_demand
         fresh = [s for s in fresh_scenarios(assignment) if s.name in seeds]
         for seed in sorted({seeds[s.name] for s in fresh}):
             part = state.read_seed(seed, batch_seed)
@@ -187,15 +194,34 @@ def warmed_up(assignment: Assignment, seeds: dict[str, int], note: Note, cache: 
                     gates[scenario_world(assignment, scenario, seed, batch_seed)] = gate
                 warm.start(f"warming up the variant world of seed {seed}",
                            functools.partial(_warm_seed, state, seed, batch_seed, starter, view, gate, steps))
+        warm.facts = state.facts(_facts(state, reference, starter, steps))
         if batch_seed is not None and assignment.solution_path.is_file():   # a student bundle ships no solution
             warm.judge(steps)
         yield warm
     finally:
-        for thread in warm.threads if warm else []:
+        for thread in warm.threads:
             thread.join()
         server.close()
         if view:
             view.close()
+
+
+class OnDemand(threading.Event):
+    """A gate whose programs are built only when the first run of its worlds waits for it (`start_build` starts
+    the build in the background; the build sets the gate, also when it fails)."""
+
+    def __init__(self, start_build: Callable[[], None]):
+        super().__init__()
+        self._start_build = start_build
+        self._lock = threading.Lock()
+        self._started = False
+
+    def wait(self, timeout: float | None = None) -> bool:
+        with self._lock:
+            if not self._started:
+                self._started = True
+                self._start_build()
+        return super().wait(timeout)
 
 
 def _unusable(state: WarmState, error: OSError) -> ConfigError:
@@ -204,33 +230,35 @@ def _unusable(state: WarmState, error: OSError) -> ConfigError:
                        "a usable folder with --cache-dir or $GRADER_CACHE_DIR")
 
 
-def _facts_and_programs(state: WarmState, note: Note) -> tuple[Part, Part | None]:
-    """The facts part and the starter's programs part (None: no programs), each read or built, side by side."""
-    reference, starter = state.read_reference(), state.read_starter()
-    if reference is not None and (starter is not None or not state.compiled):
+def _facts(state: WarmState, reference: Part | None, starter: Part | None, note: Note) -> Part:
+    """The facts part: `reference` when kept, else measured now (the batch waits: every check needs the facts)."""
+    if reference is not None:
         mark_used(state.folder)
         kept = "reference facts and compiled programs" if starter is not None else "reference facts"
         note(f"Warm-up: {kept} reused ({state.folder}).")
-        return reference, starter
-    with ThreadPoolExecutor(max_workers=1) as pool:
-        compiling = pool.submit(_starter, state, note) if starter is None and state.compiled else None
-        if reference is None:
-            note("Warm-up: running the reference solution once for this grader and JAX version (its facts are kept "
-                 "for later commands) ...")
-            started = time.monotonic()
-            reference = state.reference()
-            note(f"Warm-up: reference solution measured ({time.monotonic() - started:.1f} s).")
-        else:
-            mark_used(state.folder)
-        return reference, compiling.result() if compiling else starter
-
-
-def _starter(state: WarmState, note: Note) -> Part | None:
-    note("Warm-up: compiling the lesson's programs with its public code (kept for later commands) ...")
+        return reference
+    note("Warm-up: running the reference solution once for this grader and JAX version (its facts are kept for "
+         "later commands) ...")
     started = time.monotonic()
-    part = state.starter()
-    note(f"Warm-up: the lesson's programs compiled ({time.monotonic() - started:.1f} s).")
-    return part
+    try:
+        reference = state.reference()
+    except OSError as error:
+        raise _unusable(state, error) from None
+    note(f"Warm-up: reference solution measured ({time.monotonic() - started:.1f} s).")
+    return reference
+
+
+def _build_starter(state: WarmState, view: View | None, gate: threading.Event, note: Note) -> None:
+    note("Warm-up: compiling the lesson's programs with its public code, for the first run in the lesson's own "
+         "world (kept for later commands) ...")
+    started = time.monotonic()
+    try:
+        part = state.starter()
+        if view and part:
+            view.add(part)
+        note(f"Warm-up: the lesson's programs compiled ({time.monotonic() - started:.1f} s).")
+    finally:
+        gate.set()
 
 
 def _warm_seed(state: WarmState, seed: int, batch_seed: int | None, starter: Part | None, view: View | None,

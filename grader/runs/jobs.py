@@ -16,6 +16,7 @@ from grader.runs.snapshot import Snapshot, build_snapshot
 from grader.sandbox.process import RawRun, run_job
 
 MAX_SEED_DRAWS = 200000    # an assignment may accept few seeds (one in several thousand); each test is cheap
+SEED_CHUNK = 4096          # seeds drawn and tested at once where the oracle tests many together
 _PARAMETERS: dict[tuple[str, str, int, int], dict[str, Any]] = {}
 
 
@@ -27,14 +28,36 @@ def fresh_variant_seed(assignment: Assignment, rejected: frozenset[int] = frozen
     """A random seed for this grading run, never the lesson's own nor one whose world was `rejected` (the reference
     fell short there), and one the assignment finds suitable (`oracle.suitable_seed(seed, settings)`, optional: e.g. a
     world where every method's value is told apart)."""
-    suitable = getattr(assignment.oracle, "suitable_seed", None)
-    for _ in range(MAX_SEED_DRAWS):
-        seed = secrets.randbelow(2**31 - 1) + 1
-        if (seed != assignment.lesson_seed and seed not in rejected
-                and (suitable is None or suitable(seed, assignment.settings))):
-            return seed
-    raise RuntimeError(f"oracle.suitable_seed accepted none of {MAX_SEED_DRAWS} random seeds: the assignment's "
-                       "separation settings cannot be met (see its oracle)")
+    seed = _first_accepted(assignment, lambda: secrets.randbelow(2**31 - 1) + 1, rejected)
+    if seed is None:
+        raise RuntimeError(f"oracle.suitable_seed accepted none of {MAX_SEED_DRAWS} random seeds: the assignment's "
+                           "separation settings cannot be met (see its oracle)")
+    return seed
+
+
+def _first_accepted(assignment: Assignment, draw: Callable[[], int], rejected: frozenset[int]) -> int | None:
+    """The first of MAX_SEED_DRAWS seeds from `draw` that is neither the lesson's nor `rejected` and that the oracle
+    finds suitable, in the order drawn. Where the oracle also answers for many seeds at once (`suitable_seeds(seeds,
+    settings)`, the same answers as `suitable_seed` on each), seeds are drawn and tested SEED_CHUNK at a time: an
+    assignment that accepts one seed in thousands would otherwise hold every batch's start for seconds."""
+    oracle, settings = assignment.oracle, assignment.settings
+    one = getattr(oracle, "suitable_seed", None)
+    many = getattr(oracle, "suitable_seeds", None)
+    for start in range(0, MAX_SEED_DRAWS, SEED_CHUNK):
+        seeds = [seed for seed in (draw() for _ in range(min(SEED_CHUNK, MAX_SEED_DRAWS - start)))
+                 if seed != assignment.lesson_seed and seed not in rejected]
+        if one is None:
+            if seeds:
+                return seeds[0]
+        elif many is not None:
+            accepted = [seed for seed, ok in zip(seeds, many(seeds, settings)) if ok]
+            if accepted:
+                return accepted[0]
+        else:
+            accepted_one = next((seed for seed in seeds if one(seed, settings)), None)
+            if accepted_one is not None:
+                return accepted_one
+    return None
 
 
 _SUITABLE: dict[tuple[str, int, frozenset[int]], int] = {}
@@ -48,18 +71,21 @@ def _suitable_for(assignment: Assignment, requested: int, rejected: frozenset[in
     return _SUITABLE[key]
 
 
+def is_suitable(assignment: Assignment, seed: int) -> bool:
+    """A seed a batch may use as its variant seed: not the lesson's own, and suitable to the oracle where it says."""
+    suitable = getattr(assignment.oracle, "suitable_seed", None)
+    return seed != assignment.lesson_seed and (suitable is None or bool(suitable(seed, assignment.settings)))
+
+
 def _first_suitable(assignment: Assignment, requested: int, rejected: frozenset[int]) -> int:
     suitable = getattr(assignment.oracle, "suitable_seed", None)
-    if requested not in rejected and (suitable is None or (requested != assignment.lesson_seed
-                                                           and suitable(requested, assignment.settings))):
+    if requested not in rejected and (suitable is None or is_suitable(assignment, requested)):
         return requested
     draw = random.Random(f"suitable variant seed for {requested}")
-    for _ in range(MAX_SEED_DRAWS):
-        seed = draw.randrange(1, 2**31)
-        if seed != assignment.lesson_seed and seed not in rejected and (suitable is None
-                                                                        or suitable(seed, assignment.settings)):
-            return seed
-    raise RuntimeError(f"oracle.suitable_seed accepted no seed derived from {requested}")
+    seed = _first_accepted(assignment, lambda: draw.randrange(1, 2**31), rejected)
+    if seed is None:
+        raise RuntimeError(f"oracle.suitable_seed accepted no seed derived from {requested}")
+    return seed
 
 
 def variant_seed_for(assignment: Assignment, requested: int, rejected: frozenset[int] = frozenset()) -> int:
