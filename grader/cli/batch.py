@@ -45,7 +45,7 @@ from grader.outputs.similarity_view import write_similarity_csv
 from grader.outputs.writers import result_path
 from grader.runs.jobs import Runner, fresh_variant_seed, is_suitable, scenario_seed, variant_seed_for
 from grader.similarity.report import SimilarityOptions, run_keeper, safe_similarity, settings_for
-from grader.similarity.store import ensure_sidecars, write_sidecar
+from grader.similarity.store import ensure_sidecars, tokenise_ahead, write_sidecar
 
 
 @dataclass
@@ -157,13 +157,18 @@ def grade_folder(assignment: Assignment, folder: Path, out: Path, workers: int |
                 progress.stage("Warming up")
                 runnable = sum(1 for s in pending if not s.problem)
                 sampler = runnable >= assignment.method_sampler_min_submissions   # its compiling pays back over a class
+                stop_tokenising = threading.Event()
                 try:
                     with warmed_up(assignment, seeds, progress.note, cache, steps=progress.note,
                                    public_source=public_code(assignment, with_sampler=sampler), batch_seed=seed) as warm:
+                        # the code's similarity units, made while the warm-up compiles (its own set-up done first)
+                        threading.Thread(target=tokenise_ahead, args=(pending, stop_tokenising), daemon=True,
+                                         name="tokenising the submissions for the similarity report").start()
                         result.records += _grade(assignment, pending, warm.facts, seed, warm.runner, workers, progress,
                                                  files, warm, out)
                         warm.figures()   # a warm-up that failed after the last record is still the batch's failure
                 finally:
+                    stop_tokenising.set()
                     progress.finish()
             else:
                 result.records += _grade(assignment, pending, {}, seed, None, workers, progress, files, None, out)

@@ -1,6 +1,6 @@
 """Variant seeds drawn ahead: a batch takes one at once instead of drawing it while everything else waits.
 
-An assignment may accept one random seed in thousands (`oracle.suitable_seed`; performance-05 about one in 18,000),
+An assignment may accept one random seed in thousands (`oracle.suitable_seed`; the course lesson about one in 18,000),
 so drawing one holds a batch's start for about half a second of a core, more on an unlucky draw. A batch refills
 the stock in the background while its warm-up compiles the new world's programs (a core is idle then), so the next
 batch on this machine starts at once.

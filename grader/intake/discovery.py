@@ -40,7 +40,15 @@ class Submission:
     cells: list[Cell] | None = None     # a notebook's code cells, run one by one; None for a .py file
     expected_name: str = ""             # the name the assignment asks for
     from_folder: bool = False           # the entry is a folder (the Gradescope and otter layouts)
-    exercises: Exercises = field(default_factory=Exercises)   # its exercise regions, read once here
+    _exercises: Exercises | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def exercises(self) -> Exercises:
+        """Its exercise regions (where each lies, which still hold `...`), read from its code once, when first asked
+        for: a batch starts its first run without reading every file's markers first."""
+        if self._exercises is None:
+            self._exercises = read_exercises(self.source, self.cells) if self.source else Exercises()
+        return self._exercises
 
     @property
     def run_name(self) -> str:
@@ -211,7 +219,6 @@ def _load(submission: Submission, expected_name: str, max_bytes: int) -> Submiss
     else:
         submission.data = data
     submission.source = text
-    submission.exercises = read_exercises(text, submission.cells)
     return submission
 
 

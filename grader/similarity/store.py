@@ -19,6 +19,7 @@ a plain folder of submissions or an older grader's sidecars, tokenised); what is
 from __future__ import annotations
 
 import json
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -29,7 +30,7 @@ from grader.grading.record_limits import RECORD_BYTES
 from grader.intake.discovery import Submission, discover, safe_filename
 from grader.intake.notebook import NotebookError, notebook_cells
 from grader.model.record import Record, record_from_json
-from grader.similarity.tokens import MAX_TOKENS, Unit, units_version
+from grader.similarity.tokens import MAX_TOKENS, UNITS_REMEMBERED, Unit, units_version
 
 FOLDER = "similarity"
 FORMAT = 1
@@ -39,6 +40,9 @@ EARLIER_RECORD_BYTES = 2 * RECORD_BYTES   # an earlier term's record (records ar
 EARLIER_MAX_FILES = 2000             # files of one earlier term compared (a course's term is a few hundred)
 EARLIER_MAX_BYTES = 512 * 1024**2    # bytes read of one earlier term, sidecars and records together
 EARLIER_TOKENISE_BYTES = 32 * 1024**2   # code of one earlier term tokenised here (files without kept units)
+
+
+AHEAD_CHUNKS = UNITS_REMEMBERED // 2   # tokenised ahead at most: none pushed out before its record needs it
 
 
 @dataclass(frozen=True)
@@ -150,6 +154,25 @@ def write_sidecar(out: Path, submission: Submission, values: dict[str, Any] | No
             "chunks": [{"cell": c.cell, "source": c.source} for c in chunks],
             "units": encode_units(all_units(chunks)), "values": bounded_values(values)}
     atomic_write(sidecar_path(out, submission.id), json.dumps(clean_data(data), allow_nan=False, default=str) + "\n")
+
+
+def tokenise_ahead(submissions: list[Submission], stop: threading.Event) -> None:
+    """Tokenise the submissions' code before their records arrive (the batch calls it in the background while its
+    warm-up compiles and a core is idle): each record's sidecar then only looks its units up (tokens.units_of
+    remembers them). Nothing here can fail a batch: a file whose code cannot be read is tokenised with its record."""
+    from grader.similarity.code_match import all_units  # (code_match reads this module's types)
+
+    chunks = 0
+    for submission in submissions:
+        if stop.is_set() or chunks >= AHEAD_CHUNKS:
+            return
+        if not submission.problem:
+            try:
+                code = chunks_of(submission)
+                chunks += len(code)
+                all_units(code)
+            except Exception:  # noqa: BLE001,S112 -- the record's own sidecar tries again and says what went wrong
+                continue
 
 
 def ensure_sidecars(out: Path, submissions: list[Submission]) -> None:

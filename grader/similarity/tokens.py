@@ -36,6 +36,7 @@ MAX_SOURCE = 100_000        # characters of code of a file or cell read at all (
                             # 18,000; comments and blank lines do not count): the rest of a megabyte file would cost
                             # seconds of tokenising to be cut anyway
 MAX_NORMALISED = 100_000    # characters: longer code (no real submission) is tokenised as it is, not normalised
+UNITS_REMEMBERED = 4096     # sources whose units a process keeps (a batch tokenises ahead of its records: store.py)
 KEPT_NAMES = frozenset(keyword.kwlist) | frozenset(keyword.softkwlist) | frozenset(dir(builtins))
 DROPPED = {tokenize.COMMENT, tokenize.NL, tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT, tokenize.ENCODING,
            tokenize.ENDMARKER}
@@ -74,7 +75,7 @@ def units_of(source: str, chunk: int = 0) -> list[Unit]:
     return list(_units_of(source, chunk))
 
 
-@functools.lru_cache(maxsize=4096)
+@functools.lru_cache(maxsize=UNITS_REMEMBERED)
 def _units_of(source: str, chunk: int) -> tuple[Unit, ...]:
     source, code = _read_window(source)
     normalised = _normalised(source) if code <= MAX_NORMALISED else None
