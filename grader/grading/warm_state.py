@@ -18,6 +18,7 @@ programs. They are measured once by trusted runs and kept in an entry of the use
                                          in the traced programs, so they differ per batch
         world-<d>.json                   the reference solution graded in the worlds d (seeds, batch seed): whether it
                                          scores full marks there (grading/world_check.py), and its figures
+        variant-seeds.json               suitable variant seeds drawn ahead for the next batches (seed_stock.py)
 
 Compiled programs come only from public code: the starter every student is given, or the reference solution where
 the lesson page shows it (`[assignment] solution_is_public`); grader/runs/compile_cache.py says why: every run can
