@@ -617,8 +617,7 @@ def _slope_too_small(value: Any, slope: Any, settings: Any) -> Any:
 
 def suitable_seeds(seeds: list[int], settings: Any) -> list[bool]:
     """suitable_seed of each seed, the same answers, about three times faster on a long list (24 µs a seed against
-    66): only about one seed in
-    18,000 is suitable, and a batch draws until one is. The first test runs on all seeds at once (stacked weights,
+    66): only about one seed in 18,000 is suitable, and a batch draws until one is. The first test runs on all seeds at once (stacked weights,
     the same float32-then-float64 inputs); a seed it rejects only narrowly, and every seed it passes, is decided by
     suitable_seed itself, so stacking's other summation order can never change an answer."""
     if not seeds:
