@@ -328,6 +328,26 @@ def test_oracles_are_built_as_grading_builds_them(assignment, oracles, variant_s
     np.testing.assert_allclose(f32(variant.hvp(LINE)), f32(variant.hvp(LINE, True)), rtol=3e-5, atol=1e-7)
 
 
+def test_hessians_are_the_products_stacked_shared_per_world_and_read_only(assignment, oracles, variant_seed):
+    """The oracle keeps one Hessian per world across a batch's records: each must equal its HVPs column by column,
+    differ between worlds and rules, and be one that no record can change for the next."""
+    for oracle in oracles.values():
+        for checkpointed in (False, True):
+            stacked = np.stack([oracle.hvp(e, checkpointed) for e in np.eye(WIDTH)], axis=1)
+            assert np.array_equal(oracle.hessian(checkpointed), stacked)
+            assert not oracle.hessian(checkpointed).flags.writeable
+            with pytest.raises(ValueError):
+                oracle.hessian(checkpointed)[0, 0] = 1.0
+        exact = np.stack([oracle.true_hvp(e) for e in np.eye(WIDTH)], axis=1)
+        assert np.array_equal(oracle.true_hessian, exact)
+    variant = oracles["variant"]
+    assert not np.array_equal(variant.hessian(False), variant.hessian(True))          # the rules differ per program
+    assert not np.array_equal(variant.hessian(False), variant.true_hessian)
+    assert not np.array_equal(variant.hessian(False), oracles["baseline"].hessian(False))   # the worlds differ
+    # another record's oracle of the same world gets the same matrix, not a recomputation
+    again = build_oracle(assignment, "variant", variant_seed, FACTS, variant_seed)
+    assert again.hessian(True) is variant.hessian(True)
+
 def test_reference_like_snapshots_get_full_marks(assignment, oracles, base_events, variant_events):
     for regions in (None, REGIONS):     # a file without the starter's markers, and one with them
         results = results_by_id(assignment, oracles, base_events, variant_events, regions)

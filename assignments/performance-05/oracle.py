@@ -110,6 +110,10 @@ class Rules:
             rules = Rules(rules.terms, rules.curvature, rules.checkpoint_curvature, change)
         return rules
 
+    def derivatives_only(self) -> Rules:
+        """These rules without the change to evaluations: all that autodiff's derivatives (the HVPs) read."""
+        return Rules(self.terms, self.curvature, self.checkpoint_curvature)
+
     def delta(self, h: np.ndarray) -> np.ndarray:
         return sum((c * np.cos(w * h + p) for c, w, p in self.terms), np.zeros_like(h))
 
@@ -195,6 +199,30 @@ def backward_difference(w: np.ndarray, x: np.ndarray, v: np.ndarray, eps: float,
 
 # ---- the oracle of one scenario -----------------------------------------------------------------------------
 
+class _Inputs:
+    """A world's (w, x), hashed by value: the key under which its Hessians are kept across a batch's records."""
+
+    def __init__(self, w: np.ndarray, x: np.ndarray):
+        self.w, self.x = np.asarray(w, dtype=np.float64), np.asarray(x, dtype=np.float64)
+        self._key = (self.w.shape, self.w.tobytes(), self.x.shape, self.x.tobytes())
+
+    def __hash__(self) -> int:
+        return hash(self._key)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _Inputs) and self._key == other._key
+
+
+@lru_cache(maxsize=32)
+def _hessian_of(inputs: _Inputs, rules: Rules, checkpointed: bool) -> np.ndarray:
+    """The matrix of second-order autodiff's HVPs under `rules` (derivative rules only: hashable; columns: H e_i),
+    read-only so that the records sharing it cannot change it for each other."""
+    matrix = np.stack([hessian_vector_product(inputs.w, inputs.x, e, rules, checkpointed)
+                       for e in np.eye(len(inputs.x))], axis=1)
+    matrix.setflags(write=False)
+    return matrix
+
+
 @dataclass
 class Oracle:
     """What the checks compare against for one scenario: inputs from its seed, its derivative rules, and facts
@@ -247,16 +275,18 @@ class Oracle:
         return hessian_vector_product(self.w, self.x, v, self.rules, checkpointed)
 
     def hessian(self, checkpointed: bool = False) -> np.ndarray:
-        """The matrix of `hvp` (columns: H e_i), computed once per oracle: every candidate direction is a product."""
+        """The matrix of `hvp` (columns: H e_i), read-only: every candidate direction is a product. Computed once per
+        world, not per file (every record of a batch asks for the same one): `_hessian_of`."""
         key = "rematerialized" if checkpointed else "ordinary"
         if key not in self._memo:
-            self._memo[key] = np.stack([self.hvp(e, checkpointed) for e in np.eye(len(self.x))], axis=1)
+            self._memo[key] = _hessian_of(_Inputs(self.w, self.x), self.rules.derivatives_only(), checkpointed)
         return self._memo[key]
 
     @property
     def true_hessian(self) -> np.ndarray:
+        """The exact Hessian of the function itself (read-only), once per world."""
         if "true" not in self._memo:
-            self._memo["true"] = np.stack([self.true_hvp(e) for e in np.eye(len(self.x))], axis=1)
+            self._memo["true"] = _hessian_of(_Inputs(self.w, self.x), TRUE, False)
         return self._memo["true"]
 
     def true_hvp(self, v: np.ndarray) -> np.ndarray:

@@ -40,6 +40,7 @@ from grader.outputs.adjustments_file import AdjustmentsError
 from grader.outputs.adjustments_file import read as read_adjustments
 from grader.outputs.batch_files import BatchFiles
 from grader.outputs.progress import Progress
+from grader.outputs.reports import load_drawing
 from grader.outputs.results_folder import claim
 from grader.outputs.similarity_view import write_similarity_csv
 from grader.outputs.writers import result_path
@@ -164,6 +165,8 @@ def grade_folder(assignment: Assignment, folder: Path, out: Path, workers: int |
                         # the code's similarity units, made while the warm-up compiles (its own set-up done first)
                         threading.Thread(target=tokenise_ahead, args=(pending, stop_tokenising), daemon=True,
                                          name="tokenising the submissions for the similarity report").start()
+                        threading.Thread(target=load_drawing, daemon=True,
+                                         name="loading the report's drawing module").start()
                         result.records += _grade(assignment, pending, warm.facts, seed, warm.runner, workers, progress,
                                                  files, warm, out)
                         warm.figures()   # a warm-up that failed after the last record is still the batch's failure

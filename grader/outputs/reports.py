@@ -68,6 +68,16 @@ def _figures():
     return figures
 
 
+def load_drawing() -> None:
+    """Import the drawing module ahead of the first page (a batch calls it in the background while its warm-up
+    compiles and a core is idle, so the import is not paid between two records). Nothing here can fail a batch: the
+    first page imports it again and reports what went wrong."""
+    try:
+        _figures()
+    except Exception:  # noqa: BLE001 -- the page that needs it says why it could not be drawn
+        pass
+
+
 def _inline_code(text: Any) -> Markup:
     """Escape, then show `backticked` spans as <code>: the escaped text holds no '<', so this adds no markup
     of the student's."""
