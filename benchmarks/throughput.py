@@ -10,10 +10,11 @@ file; 672 exist, taken in a fixed shuffled order), so no two share a hash or a w
 Measured, in this order, in one process:
 1. first use on a machine: the warm state measured from nothing (the reference solution's facts and the public
    starter's compiled programs, with the method sampler's when the class is large enough to use it), in a fresh
-   cache folder; every later command reuses it;
+   cache folder, and the next batch's world, which a first batch of that size leaves compiling after it returns
+   (cli/world_ahead.py); every later command reuses it;
 2. the class (`--class-size` files): bare `python file.py` on each of `--bare` of them (all, by default), one after
-   another, half before and half after `grade_folder` grades the whole class with a fresh variant seed (its
-   variant world warmed as any batch warms it); the ratio is bare seconds per file over grading seconds per
+   another, half before and half after `grade_folder` grades the whole class with a fresh variant seed (taken
+   from the stock as `grader grade` takes it); the ratio is bare seconds per file over grading seconds per
    submission;
 3. a no-op re-run of the class through the real command (`python -m grader.cli.main grade`): seconds to its first
    progress line and to its end;
@@ -24,7 +25,10 @@ Measured, in this order, in one process:
 
 CPU seconds per submission are split into inside the runs (the runs' own, from the records) and outside them
 (the grader process, the fork server and its supervisors, the warm-up's reference and starter runs), with cgroup v1 cpuacct
-where the host has it (see cpu_meter.py); the grader process's own share is given apart.
+where the host has it (see cpu_meter.py); the grader process's own share is given apart. Each line says whether the
+batch found its world compiled before it, and what compiling the next batch's world cost after it returned: that
+is awaited before anything else is timed (it would share the machine with the bare runs) and is not in the batch's
+seconds or CPU, since the command had returned with every result written.
 """
 
 from __future__ import annotations
@@ -47,6 +51,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from cpu_meter import CpuMeter, process_seconds  # noqa: E402
 
 from grader.authoring.starter import public_code  # noqa: E402
+from grader.cli import world_ahead  # noqa: E402
 from grader.cli.batch import grade_folder  # noqa: E402
 from grader.common.user_cache import CACHE_DIR_ENV, use_cache_dir  # noqa: E402
 from grader.config.assignment import load  # noqa: E402
@@ -165,16 +170,26 @@ def grade_class(assignment, files: list[Path], folder: Path, workers: int | None
         (folder / path.name).write_bytes(path.read_bytes())
     cpu, own, started = meter.seconds(), process_seconds(), time.perf_counter()
     # the seed drawn as `grader grade` draws it (a fresh one per batch, taken from the stock an earlier batch drew)
+    notes: list[str] = []
     result = grade_folder(assignment, folder, folder.with_name(folder.name + "-out"), workers=workers,
-                          progress=lambda line: None)
+                          progress=notes.append)
     wall = time.perf_counter() - started
+    batch_cpu, batch_own = meter.seconds() - cpu, process_seconds() - own
+    # the next batch's world, which the batch leaves compiling after it returns (cli/world_ahead.py): awaited
+    # here, so that nothing measured next shares the machine with it, and its cost is said apart
+    prepared = None
+    if result.preparing is not None:
+        before, waited = meter.seconds(), time.perf_counter()
+        status = result.preparing.wait()
+        prepared = (time.perf_counter() - waited, meter.seconds() - before, status)
     runs = [run for record in result.records for run in record.get("runs", {}).values()]
     inside = sum(run.get("cpu_seconds") or 0 for run in runs)
     n = len(files)
-    return {"n": n, "wall": wall, "per": wall / n, "cpu": (meter.seconds() - cpu) / n, "inside": inside / n,
-            "grader": (process_seconds() - own) / n, "rss": max((run.get("max_rss_bytes") or 0 for run in runs), default=0),
+    return {"n": n, "wall": wall, "per": wall / n, "cpu": batch_cpu / n, "inside": inside / n,
+            "grader": batch_own / n, "rss": max((run.get("max_rss_bytes") or 0 for run in runs), default=0),
             "full": sum(1 for r in result.records if r["score"] == r["max_score"]),
-            "one_run": sum(1 for r in result.records if len(r.get("runs", {})) == 1)}
+            "one_run": sum(1 for r in result.records if len(r.get("runs", {})) == 1),
+            "prepared": prepared, "world_ahead": any("were built before this command" in note for note in notes)}
 
 
 def rerun(folder: Path) -> tuple[float, float]:
@@ -192,10 +207,18 @@ def rerun(folder: Path) -> tuple[float, float]:
 
 def line(label: str, r: dict, bare_per_file: float, whole_tree: bool) -> str:
     outside = f"{r['cpu'] - r['inside']:.2f}" if whole_tree else "n/a"
+    world = ("its world compiled before it (by the command before)" if r["world_ahead"]
+             else "its world compiled inside it")
+    after = ""
+    if r["prepared"] is not None:
+        seconds, cpu, status = r["prepared"]
+        after = (f"; then the next batch's world compiled after it returned (not counted above): {seconds:.1f} s, "
+                 f"{cpu:.1f} CPU s ({cpu / r['n']:.2f} per submission), exit {status}")
     return (f"{label}: {r['wall']:6.1f} s, {r['per']:.3f} s per submission, {60 / r['per']:6.1f} submissions/min, "
             f"ratio to bare sequential {bare_per_file / r['per']:.2f}x; CPU s per submission: {r['cpu']:.2f} in all, "
             f"{r['inside']:.2f} inside the runs, {outside} outside ({r['grader']:.3f} the grader process); peak run "
-            f"memory {r['rss'] / 2**20:.0f} MiB; {r['full']}/{r['n']} at full marks, {r['one_run']} graded from one run")
+            f"memory {r['rss'] / 2**20:.0f} MiB; {r['full']}/{r['n']} at full marks, {r['one_run']} graded from one run; "
+            f"{world}{after}")
 
 
 def main() -> None:
@@ -229,6 +252,10 @@ def main() -> None:
             state = WarmState(assignment, public_source=public_code(assignment, with_sampler=sampler))
             state.reference()
             state.starter()
+            if sampler:   # and the next batch's world, which a first batch of this size leaves compiling after it
+                preparation = world_ahead.start(assignment, None, with_sampler=True)
+                if preparation is not None:
+                    preparation.wait()
             print(f"first use on a machine (warm state from nothing): {time.perf_counter() - started:.1f} s, "
                   f"{meter.seconds() - cpu:.1f} CPU s; reused by every later command")
 

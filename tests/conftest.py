@@ -14,11 +14,15 @@ from __future__ import annotations
 
 import os
 
+from grader.cli.world_ahead import ENABLED_ENV as PREPARE_AHEAD_ENV
 from grader.common.user_cache import CACHE_DIR_ENV, user_cache_dir
 
 
 def pytest_configure(config) -> None:
     os.environ[CACHE_DIR_ENV] = str(user_cache_dir())   # the variable, if set, or the user's cache: now explicit
+    # no batch leaves its next world compiling after it (cli/world_ahead.py): a test's work ends with the test
+    # (tests of the preparation itself turn it on for themselves)
+    os.environ[PREPARE_AHEAD_ENV] = "0"
 
 
 # Modules from the costliest down, as measured (`--durations`, whole-tree CPU seconds) on 2 cores: pytest-xdist hands

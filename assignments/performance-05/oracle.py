@@ -235,6 +235,9 @@ class Oracle:
     setup: tuple[str, ...] = ()      # the scenario's set-up functions (what its compiler reports depends on them)
     rules: Rules = TRUE
     batch_seed: int | None = None    # the grading run's random seed (the baseline's memory offsets come from it)
+    # a batch's records share their world's Hessians (`_hessian_of`); a seed search's one-off oracles must not
+    # crowd them out of that cache
+    shares_hessians: bool = field(default=True, repr=False, compare=False)
     # what is computed once per oracle (hessians, gradients, values, differences): checks ask again and again;
     # not an init field, so dataclasses.replace never hands one oracle's results to another
     _memo: dict = field(default_factory=dict, init=False, repr=False, compare=False)
@@ -279,15 +282,18 @@ class Oracle:
         world, not per file (every record of a batch asks for the same one): `_hessian_of`."""
         key = "rematerialized" if checkpointed else "ordinary"
         if key not in self._memo:
-            self._memo[key] = _hessian_of(_Inputs(self.w, self.x), self.rules.derivatives_only(), checkpointed)
+            self._memo[key] = self._hessians()(_Inputs(self.w, self.x), self.rules.derivatives_only(), checkpointed)
         return self._memo[key]
 
     @property
     def true_hessian(self) -> np.ndarray:
         """The exact Hessian of the function itself (read-only), once per world."""
         if "true" not in self._memo:
-            self._memo["true"] = _hessian_of(_Inputs(self.w, self.x), TRUE, False)
+            self._memo["true"] = self._hessians()(_Inputs(self.w, self.x), TRUE, False)
         return self._memo["true"]
+
+    def _hessians(self) -> Callable[[_Inputs, Rules, bool], np.ndarray]:
+        return _hessian_of if self.shares_hessians else _hessian_of.__wrapped__
 
     def true_hvp(self, v: np.ndarray) -> np.ndarray:
         """The exact Hessian-vector product of the function itself (what a NumPy HVP computes)."""
@@ -634,7 +640,7 @@ def suitable_seed(seed: int, settings: Any) -> bool:
     if _slope_too_small(value, slope, settings):
         return False
     nudges = size_nudges(seed, seed, "variant", settings)
-    oracle = Oracle(seed=seed, w=w, x=x, rules=nudges.rules)
+    oracle = Oracle(seed=seed, w=w, x=x, rules=nudges.rules, shares_hessians=False)
     return separates(nudges, oracle, settings)
 
 

@@ -23,6 +23,8 @@ from pathlib import Path
 from grader import __version__
 from grader.authoring.starter import public_code
 from grader.cli.cluster import ClusterGrading, Scheduler
+from grader.cli.world_ahead import Preparation
+from grader.cli.world_ahead import start as start_preparing
 from grader.common.environment import environment
 from grader.common.files import remove_torn_writes
 from grader.config.assignment import Assignment, ConfigError
@@ -59,6 +61,7 @@ class BatchResult:
     problems: list[str] = field(default_factory=list)     # class files the grader could not write (its own fault)
     notes: list[str] = field(default_factory=list)        # worlds passed over because the reference fell short there
     adjustments: ClassAdjustments = field(default_factory=ClassAdjustments)   # the instructor's, applied and pending
+    preparing: Preparation | None = None   # the next batch's world, being built after this one (world_ahead.py)
 
 
 def previous_record(out: Path, submission: Submission, assignment: Assignment) -> Record | None:
@@ -144,6 +147,7 @@ def grade_folder(assignment: Assignment, folder: Path, out: Path, workers: int |
     progress.note(f"{len(submissions)} submission(s) in {folder}; {result.reused} unchanged since the last run, "
                   f"{to_grade}.")
     rejected: list[WorldVerdict] = []      # worlds in which the reference solution fell short: never used
+    prepare_next = False   # a large batch on this machine with a drawn seed: the next one's world is built after it
     while pending:
         assert seed is not None   # drawn above whenever something is pending
         try:
@@ -158,6 +162,7 @@ def grade_folder(assignment: Assignment, folder: Path, out: Path, workers: int |
                 progress.stage("Warming up")
                 runnable = sum(1 for s in pending if not s.problem)
                 sampler = runnable >= assignment.method_sampler_min_submissions   # its compiling pays back over a class
+                prepare_next = sampler and variant_seed is None
                 stop_tokenising = threading.Event()
                 try:
                     with warmed_up(assignment, seeds, progress.note, cache, steps=progress.note,
@@ -205,6 +210,8 @@ def grade_folder(assignment: Assignment, folder: Path, out: Path, workers: int |
     result.problems = files.problems
     result.adjustments = summarize(result.records, adjustments)
     result.seconds = time.monotonic() - started
+    if prepare_next:   # after everything is written: it runs beside nothing of this batch's
+        result.preparing = start_preparing(assignment, cache, with_sampler=True)
     return result
 
 

@@ -48,6 +48,11 @@ class SeedStock:
             return None
         return None
 
+    def peek(self) -> int | None:
+        """The seed the next batch will take (left in the stock), or None when none is kept."""
+        seeds = self._read()
+        return seeds[0] if seeds else None
+
     def refill(self, draw: Callable[[], int], count: int = STOCK) -> None:
         """Draw until `count` seeds are kept (the drawing happens outside the lock: it takes a while)."""
         try:

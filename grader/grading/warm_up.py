@@ -188,6 +188,8 @@ def warmed_up(assignment: Assignment, seeds: dict[str, int], note: Note, cache: 
                 state.store.touch(part)
                 if view:
                     view.add(part)
+                steps(f"Warm-up: the lesson's programs in the variant world of seed {seed} were built before this "
+                      "command: nothing to compile.")
             elif warm_fresh_seeds and state.compiled:
                 gate = threading.Event()
                 for scenario in fresh:
