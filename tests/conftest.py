@@ -34,7 +34,7 @@ COSTLIEST_FIRST = [
     "test_sandbox.py", "test_student_check.py", "test_student_everywhere.py", "test_portable_runs.py",
     "test_cluster.py", "test_crash_safety.py", "test_autograder_zip.py",
     "test_busy_machine.py", "test_student_venv.py", "test_cli.py", "test_check_fuzz.py", "test_build.py",
-    "test_config_validation.py", "test_warm_state.py", "test_reports.py", "test_second_lesson.py",
+    "test_config_validation.py", "test_warm_state.py", "test_world_ahead.py", "test_reports.py", "test_second_lesson.py",
     "test_compile_cache.py", "test_derivative_nudges.py", "test_record_schema.py", "test_evidence.py",
 ]
 
