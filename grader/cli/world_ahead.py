@@ -24,8 +24,7 @@ import argparse
 import os
 import subprocess
 import sys
-import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import grader
@@ -43,7 +42,6 @@ class Preparation:
     """The detached process building the next world (a caller that times what follows waits for it first)."""
 
     process: subprocess.Popen
-    started: float = field(default_factory=time.monotonic)
 
     def wait(self, timeout: float | None = None) -> int | None:
         """Its exit status once it ended (None: still running after `timeout` seconds)."""
