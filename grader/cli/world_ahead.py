@@ -58,10 +58,13 @@ def enabled() -> bool:
 def start(assignment: Assignment, cache: Path | None, with_sampler: bool) -> Preparation | None:
     """Start preparing the world of the next batch's seed, detached (its own session: it survives the command and
     its terminal); None where it is off, programs cannot be kept, or the process could not start."""
-    if not enabled() or not WarmState(assignment, cache, public_code(assignment, with_sampler)).compiled:
+    if not enabled():
+        return None
+    state = WarmState(assignment, cache, public_code(assignment, with_sampler))
+    if not state.compiled:
         return None
     argv = [sys.executable, "-m", "grader.cli.world_ahead", "--root", str(assignment.root),
-            "--assignment", assignment.id, "--cache", str(WarmState(assignment, cache).cache)]
+            "--assignment", assignment.id, "--cache", str(state.cache)]
     if with_sampler:
         argv.append("--sampler")
     package_parent = str(Path(grader.__file__).resolve().parent.parent)
