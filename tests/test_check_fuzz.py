@@ -74,6 +74,7 @@ LEAVES = [name for name, _ in VALUES if name in {
     "uint64 max", "complex 16", "bool 16"}]
 ARRAYS = [(name, value) for name, value in VALUES if isinstance(value, np.ndarray) and value.dtype.kind in "fc"]
 MAX_PATHS = 80   # leaf paths tried per name
+LONG_SEQUENCE = 4   # longer sequences are tried at their first two items and their last (`leaves`)
 
 
 # ---- the reference's runs --------------------------------------------------------------------------------
@@ -123,15 +124,18 @@ def with_value(snapshot: Snapshot, name: str, value: Any) -> Snapshot:
 
 
 def leaves(value: Any, path: tuple = ()) -> Iterator[tuple]:
-    """Paths to the parts of a reference value: every item and field, containers included."""
+    """Paths to the parts of a reference value, containers included: every field of a dict and every item of a
+    short sequence (a pair's two items mean different things); of a longer one (a vector of numbers, a list of
+    records, read in a loop), the first two items and the last."""
     if isinstance(value, dict):
         for key, item in value.items():
             yield (*path, key)
             yield from leaves(item, (*path, key))
     elif isinstance(value, (list, tuple)):
-        for index, item in enumerate(value):
+        count = len(value)
+        for index in (range(count) if count <= LONG_SEQUENCE else (0, 1, count - 1)):
             yield (*path, index)
-            yield from leaves(item, (*path, index))
+            yield from leaves(value[index], (*path, index))
 
 
 def replaced(value: Any, path: tuple, make: Callable[[Any], Any]) -> Any:

@@ -374,7 +374,9 @@ def _megabyte_of_definitions() -> list[str]:
 def test_a_clean_megabyte_notebook_costs_its_batch_seconds_and_similar_stays_quick(tmp_path):
     """Issue 56, end to end: a notebook that runs cleanly and scores full marks, 1 MiB of distinct code, adds under 2
     CPU-s to its batch's parent (the same batch with the solution as an ordinary notebook is the yardstick), the
-    gradebook files are there when the batch ends, and `grader similar` on its results finishes in seconds."""
+    gradebook files are there when the batch ends, and `grader similar` on its results finishes in seconds.
+    Every batch takes one fixed variant seed: a drawn seed refills the seed stock in the parent, a search whose cost
+    varies from batch to batch by more than a second and has nothing to do with the notebook."""
     from grader.cli.main import main
 
     def batch(name: str, notebook: str) -> tuple[float, Path]:
@@ -385,18 +387,20 @@ def test_a_clean_megabyte_notebook_costs_its_batch_seconds_and_similar_stays_qui
         (folder / "nora.ipynb").write_text(notebook, encoding="utf-8")
         out = tmp_path / f"{name}-out"
         started = time.process_time()
-        assert main(["grade", str(folder), "--out", str(out), "--workers", "2"]) == 0
+        assert main(["grade", str(folder), "--out", str(out), "--workers", "2", "--variant-seed", "20261206"]) == 0
         return time.process_time() - started, out
 
-    main_warm = batch("warm", _solution_notebook([]))[0]          # the world and caches warmed: not compared
-    plain_seconds, _ = batch("plain", _solution_notebook([]))
     cells = _megabyte_of_definitions()
     while len(_solution_notebook(cells).encode()) > 1 << 20:   # the largest notebook a submission may be
         cells.pop()
-    big_seconds, out = batch("big", _solution_notebook(cells))
-    record = json.loads((out / "nora.json").read_text())
-    assert record["score"] == record["max_score"], record["messages"]
-    assert big_seconds - plain_seconds < 2.0, (main_warm, plain_seconds, big_seconds)
+    plain, big = [], []
+    for turn in range(2):   # each the least of two batches: a hiccup of a busy host is not the notebook's cost
+        plain.append(batch(f"plain{turn}", _solution_notebook([]))[0])
+        seconds, out = batch(f"big{turn}", _solution_notebook(cells))
+        big.append(seconds)
+        record = json.loads((out / "nora.json").read_text())
+        assert record["score"] == record["max_score"], record["messages"]
+    assert min(big) - min(plain) < 2.0, (plain, big)
     assert (out / "grades.csv").is_file() and (out / "canvas.csv").is_file()
     started = time.process_time()
     assert main(["similar", str(out)]) == 0

@@ -78,8 +78,6 @@ def visible_result(path: Path, bundle_assignment) -> dict:
             "isolation": [m for m in result.messages if m.startswith(ISOLATION_PREFIX)]}
 
 
-@pytest.mark.slow
-@pytest.mark.skipif(sys.platform != "linux", reason="the default strategy to compare with is Linux's")
 def _comparable(value):
     """A result part as both strategies must agree on it: how many bytes a run printed is left out (the lesson's
     script prints its own timings, whose digits differ from run to run)."""
@@ -89,6 +87,8 @@ def _comparable(value):
     return value
 
 
+@pytest.mark.slow
+@pytest.mark.skipif(sys.platform != "linux", reason="the default strategy to compare with is Linux's")
 def test_the_portable_strategy_forced_grades_as_the_default(bundle_assignment, student_process, monkeypatch, tmp_path):
     prepare_runs()
     assert not student_strategy().portable, "this machine's sandbox should be the default to compare with"

@@ -6,16 +6,21 @@ the record, the summary, the report and `grader explain`, never a student's feed
 
 from __future__ import annotations
 
+import ast
+import io
 import json
+import keyword
 import shutil
 import subprocess
 import sys
+import tokenize
 
 import pytest
 
+from grader.intake import introspection
 from grader.intake.introspection import MAX_FLAGS, review_flags
 from grader.intake.notebook import Cell
-from tests.case_expectations import ROOT
+from tests.case_expectations import ROOT, case_folders
 
 FLAGGED = {
     "import jax._src.interpreters.ad as ad": "jax._src.interpreters.ad",
@@ -52,6 +57,41 @@ def test_notebook_cells_are_cited_as_jupyter_numbers_them_and_the_list_is_bounde
     assert review_flags("", cells) == ["In [2], line 3: calls gc.get_objects (every object the collector tracks)"]
     many = "\n".join(f"c{i} = f.__closure__" for i in range(50))
     assert len(review_flags(many)) == MAX_FLAGS
+
+
+def _wide_names(code: str) -> str:
+    """`code` with each identifier's first letter in its fullwidth form ("ｇetattr"): Python reads it in NFKC form,
+    so it runs as the same program."""
+    out: list[tuple[tuple[int, int], str]] = []
+    lines = code.splitlines(keepends=True)
+    for token in tokenize.generate_tokens(io.StringIO(code).readline):
+        if token.type == tokenize.NAME and not keyword.iskeyword(token.string) and token.string[0].isascii() \
+                and token.string[0].isalpha():
+            out.append((token.start, chr(ord(token.string[0]) + 0xFEE0)))
+    for (row, column), wide in reversed(out):
+        lines[row - 1] = lines[row - 1][:column] + wide + lines[row - 1][column + 1:]
+    return "".join(lines)
+
+
+@pytest.mark.parametrize("code", list(FLAGGED))
+def test_a_way_in_spelled_with_compatibility_letters_is_flagged_alike(code):
+    """The reader skips a unit whose text names nothing it flags, without parsing it; names are compared in the
+    form Python reads them, so a fullwidth spelling of the same program is no way around the flag."""
+    wide = _wide_names(code)
+    assert wide != code and ast.dump(ast.parse(wide)) == ast.dump(ast.parse(code))
+    assert review_flags(wide) == review_flags(code)
+    assert review_flags("", [Cell(1, "x = 1"), Cell(2, wide)]) == review_flags("", [Cell(1, "x = 1"), Cell(2, code)])
+
+
+def test_skipping_units_that_name_nothing_flagged_changes_no_flag(monkeypatch):
+    """Every file of the corpus and the threats: the same flags with every unit parsed."""
+    files = [path for kind in ("corpus", "threats") for folder in case_folders(kind).values()
+             for path in sorted(folder.glob("*.py"))]
+    assert len(files) > 100
+    quick = {path: review_flags(path.read_text(encoding="utf-8", errors="replace")) for path in files}
+    monkeypatch.setattr(introspection, "_may_flag", lambda text: True)
+    assert {path: review_flags(path.read_text(encoding="utf-8", errors="replace")) for path in files} == quick
+    assert any(quick.values())
 
 
 @pytest.mark.slow

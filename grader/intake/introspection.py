@@ -10,6 +10,7 @@ never changes a score: honest curiosity reads these too, and the instructor deci
 from __future__ import annotations
 
 import ast
+import unicodedata
 
 from grader.common.text import clip
 from grader.intake.notebook import Cell, parsed_units, where
@@ -31,13 +32,18 @@ FINDERS = {
     ("ctypes", "cast"): "raw memory", ("ctypes", "pythonapi"): "the interpreter's C API",
 }
 PRIVATE_MODULES = ("jax._src", "jaxlib.xla_extension", "jax.interpreters", "jax._src.interpreters")
+# Words one of which any flagged node spells in its text: the `import` keyword, an attribute name `_reason` looks
+# for, the name of getattr/vars/setattr. Python reads identifiers in NFKC form, so the text is compared in that
+# form too ("ｇetattr" is getattr); a unit holding none of them cannot be flagged and is not parsed.
+TRIGGERS = ("import", "_src", "getattr", "setattr", "vars", *sorted({attr for _, attr in FINDERS}),
+            *sorted(name for name, meaning in INSIDES.items() if meaning))
 
 
 def review_flags(source: str, cells: list[Cell] | None = None) -> list[str]:
     """Each place the file reaches into JAX's internals or introspects (first MAX_FLAGS), e.g. "line 4: imports
     jax._src.ad (JAX's private internals)"; [] when it does neither, or cannot be parsed."""
     found: list[str] = []
-    for number, tree in parsed_units(source, cells):
+    for number, tree in parsed_units(source, cells, worth_parsing=_may_flag):
         for node in ast.walk(tree) if tree is not None else ():
             reason = _reason(node)
             if reason:
@@ -45,6 +51,13 @@ def review_flags(source: str, cells: list[Cell] | None = None) -> list[str]:
                 if len(found) == MAX_FLAGS:
                     return found
     return found
+
+
+def _may_flag(text: str) -> bool:
+    """Whether a unit's text could hold a flagged node (a superset test: every identifier and keyword of the parsed
+    unit is, in NFKC form, a substring of the text in NFKC form)."""
+    readable = text if text.isascii() else unicodedata.normalize("NFKC", text)
+    return any(word in readable for word in TRIGGERS)
 
 
 def _reason(node: ast.AST) -> str | None:

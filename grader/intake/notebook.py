@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import ast
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from grader.common.text import clean
@@ -31,10 +31,15 @@ class Cell:
     source: str       # the cell as Python, with the cell's own line numbers
 
 
-def parsed_units(source: str, cells: list[Cell] | None = None) -> Iterator[tuple[int | None, ast.Module | None]]:
+def parsed_units(source: str, cells: list[Cell] | None = None,
+                 worth_parsing: Callable[[str], bool] | None = None) -> Iterator[tuple[int | None, ast.Module | None]]:
     """A submission's code as the file's readers in the grader's process see it: (cell number or None, its parsed
-    module, or None where it does not parse), a script as one unit, a notebook's code cells in order."""
+    module, or None where it does not parse), a script as one unit, a notebook's code cells in order. A unit whose
+    text `worth_parsing` turns down is left out, never parsed (a reader that can tell from the text alone that a
+    unit holds nothing for it spares a large notebook's parse)."""
     for number, text in ([(cell.number, cell.source) for cell in cells] if cells is not None else [(None, source)]):
+        if worth_parsing is not None and not worth_parsing(text):
+            continue
         try:
             yield number, ast.parse(text)
         except (SyntaxError, ValueError):
