@@ -74,3 +74,23 @@ def test_honest_spellings_stay_inside_their_tolerances_where_rounding_is_largest
     measured = calibration().measure_world(seed)
     too_far = {form: round(used, 3) for form, used in measured["used"].items() if used > 0.8}
     assert not too_far, too_far
+
+
+@pytest.mark.slow
+def test_a_step_along_the_unit_vector_is_judged_with_its_own_steps_rounding(tmp_path):
+    """A central difference taken with step eps along v/|v| and scaled by |v| is the difference along v at step
+    eps/|v|, whose float32 rounding is |v| = 4 times that at eps. In the world of variant seed 563482261 (drawn by a
+    corpus run) it lay 3.6 of eps's tolerances from the difference at eps, and 0.8 of its own step's: it is honest and
+    keeps full marks."""
+    import json
+
+    from grader.cli.main import main
+
+    folder = tmp_path / "submissions"
+    folder.mkdir()
+    case = "dir55_unit_direction_scaled"
+    (folder / f"{case}.py").write_bytes((ROOT / "tests/assignments/performance-05/corpus" / f"{case}.py").read_bytes())
+    assert main(["grade", str(folder), "--out", str(tmp_path / "out"), "--variant-seed", "563482261"]) == 0
+    record = json.loads((tmp_path / "out" / f"{case}.json").read_text())
+    assert record["variant_seed"] == 563482261
+    assert record["score"] == record["max_score"], [c["feedback"] for c in record["checks"] if c["score"] < c["max_score"]]
