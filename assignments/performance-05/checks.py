@@ -522,15 +522,15 @@ def finite_is_central_difference(run, oracle, settings):
     # A step of length eps along the unit vector v/|v| (the difference then scaled by |v|) is the central difference
     # along v at step eps/|v|, as honest as eps along v (`_other_step`): its rounding is that of its own, smaller
     # step, so it is compared with the differences at that step, within that step's noise and separation.
-    steps = (eps, eps / float(np.linalg.norm(np.ones(settings.width))))
+    steps = ((eps, "your eps", "eps"),
+             (eps / float(np.linalg.norm(np.ones(settings.width))), "your eps along v/|v|", "eps/|v|"))
     unconfirmed = None
     for name, units, unit in (("float64", settings.finite_noise_float64, DOUBLE), ("float32", settings.finite_noise_float32, SINGLE)):
-        matched = next((step for step in steps if within(
+        matched = next((step for step, at, over in steps if within(
             finite, _nearest(finite, oracle.central_differences(step)), oracle.finite_noise(step, units, unit),
-            what=f"`finite` vs the central difference of this run's evaluations at {'your eps' if step == eps else 'your eps along v/|v|'}, "
-                 f"with {name} rounding", tolerance_kind=f"absolute: finite_noise_{name} rounding units of the largest |f| "
-                 f"evaluated, over {'eps' if step == eps else 'eps/|v|'}", unchanged=(oracle.central_differences(step, oracle.unchanged)[0]
-                                                        if oracle.values_changed else None))), None)
+            what=f"`finite` vs the central difference of this run's evaluations at {at}, with {name} rounding",
+            tolerance_kind=f"absolute: finite_noise_{name} rounding units of the largest |f| evaluated, over {over}",
+            unchanged=oracle.central_differences(step, oracle.unchanged)[0] if oracle.values_changed else None)), None)
         if matched is None:
             continue
         in_range = unit == DOUBLE or settings.eps_min <= eps <= settings.eps_max   # where suitable worlds separate it
