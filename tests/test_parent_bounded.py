@@ -149,7 +149,7 @@ def test_a_record_read_back_is_valid_text(assignment):
 # ---- one record's trouble is its own ---------------------------------------------------------------------
 
 def test_a_record_whose_files_cannot_be_written_becomes_its_own_error(assignment, tmp_path, monkeypatch):
-    files = BatchFiles(tmp_path, assignment, lambda seed: {})
+    files = BatchFiles(tmp_path, assignment, lambda seed, scenarios: {})
     honest, broken = _record(assignment, "fine", "honest"), _record(assignment, "boom", "broken")
     original = FeedbackPages.write
 
@@ -174,7 +174,7 @@ def test_a_record_whose_files_cannot_be_written_becomes_its_own_error(assignment
 
 
 def test_a_class_file_that_cannot_be_written_leaves_the_others(assignment, tmp_path, monkeypatch):
-    files = BatchFiles(tmp_path, assignment, lambda seed: {})
+    files = BatchFiles(tmp_path, assignment, lambda seed, scenarios: {})
     records = [_record(assignment, "fine", "honest")]
     monkeypatch.setattr(grader.outputs.batch_files, "write_lms_outputs", _raise)
     files.finish(records, None, {})

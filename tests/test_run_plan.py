@@ -7,19 +7,24 @@ place each, written from the lesson before the grader saw them."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
 import numpy as np
 import pytest
 
+import grader.grading.warm_state as warm_state
+from grader.cli.batch import grade_folder
 from grader.cli.main import main
 from grader.config.assignment import load
-from grader.runs.jobs import run_scenario
+from grader.grading.warm_state import WarmState
+from grader.runs.jobs import run_scenario, variant_seed_for
 from tests.case_expectations import ROOT
 
 pytestmark = pytest.mark.slow
 
+ASSIGNMENT = load("performance-05", ROOT)
 SOLUTION = (ROOT / "solutions" / "performance-05.py").read_text()
 AUTOMATIC = "automatic=float(jnp.vdot(jax.grad(plain)(x),direction))"
 FINITE = "finite=(float(plain(x+eps*direction))-float(plain(x-eps*direction)))/(2*eps)"
@@ -71,6 +76,11 @@ def test_a_correct_file_runs_once_and_a_file_with_one_wrong_value_twice(graded):
     assert "directional.automatic" in wrong["runs_why"]
     automatic = next(c for c in wrong["checks"] if c["id"] == "directional.automatic")
     assert automatic["score"] == 0 and not automatic["feedback"].startswith("In the variant run")   # as written
+    # the reference was judged in every scenario for the file run twice: its figure as written is drawn beside theirs
+    verdict = WarmState(ASSIGNMENT).read_world(wrong["variant_seed"], ("baseline", "variant"))
+    assert verdict is not None and verdict.suitable and set(verdict.figures) == {"baseline", "variant"}
+    for name in ("correct", "one_wrong_value"):
+        assert "The reference solution has no figure for this run." not in (out / f"{name}.feedback.html").read_text()
 
 
 def test_the_branch_only_the_lesson_world_takes_is_judged_from_the_one_run(graded):
@@ -127,9 +137,46 @@ def test_all_runs_gives_every_file_a_full_record(tmp_path):
     assert sorted(full["runs"]) == ["baseline", "variant"] and full["runs_why"].startswith("every run")
 
 
+def test_a_world_the_reference_falls_short_in_only_as_written_is_left_once_a_record_runs_there(tmp_path,
+                                                                                               monkeypatch):
+    """The reference is judged in every scenario only for a record run in more than one (grading/world_check.py).
+    Where it falls short only in the file as written, a batch with such a record grades again in another world and
+    says so; a batch whose files all pass in the variant run keeps that world: its verdict there speaks for them."""
+    real = warm_state.judge_world
+    asked: list[tuple[int, bool]] = []
+    first = variant_seed_for(ASSIGNMENT, 6106)
+
+    def short_as_written_in_the_first(assignment, facts, seed, runner, every=False):
+        asked.append((seed, every))
+        verdict = real(assignment, facts, seed, runner, every=every)
+        if every and seed == first:
+            return dataclasses.replace(verdict, score=verdict.max_score - 1,
+                                       shortfalls=("memory.x: 0/1: injected shortfall as written",))
+        return verdict
+
+    monkeypatch.setattr(warm_state, "judge_world", short_as_written_in_the_first)
+    both = tmp_path / "both"
+    both.mkdir()
+    for name in ("correct", "one_wrong_value"):
+        (both / f"{name}.py").write_text(FILES[name])
+    result = grade_folder(ASSIGNMENT, both, tmp_path / "out", workers=2, variant_seed=6106, progress=lambda line: None)
+    second = result.variant_seed
+    assert second != first and all(r["variant_seed"] == second for r in result.records)
+    assert asked[:2] == [(first, False), (first, True)] and (second, True) in asked, asked
+    assert any(f"variant seed {first}" in note and "injected shortfall as written" in note for note in result.notes)
+    scores = {r["submission"]: (r["score"], len(r["runs"])) for r in result.records}
+    assert scores["correct"] == (ASSIGNMENT.max_score, 1) and scores["one_wrong_value"][1] == 2, scores
+    only_correct = tmp_path / "only_correct"
+    only_correct.mkdir()
+    (only_correct / "correct.py").write_text(FILES["correct"])
+    asked.clear()
+    again = grade_folder(ASSIGNMENT, only_correct, tmp_path / "again", workers=2, variant_seed=6106,
+                         progress=lambda line: None)
+    assert again.variant_seed == first and again.records[0]["score"] == ASSIGNMENT.max_score and asked == []
+
+
 # ---- the replay itself (harness.run_replay), on small files -------------------------------------------------------
 
-ASSIGNMENT = load("performance-05", ROOT)
 MISSING = "memory=[None, {'temp_size_in_bytes': 3, 'output_size_in_bytes': 1}]\n"
 
 

@@ -28,7 +28,7 @@ from grader.common.warm_store import View, WarmStore, link_files, prune_entries
 from grader.config.assignment import load
 from grader.grading.warm_state import WarmState, scenario_world, warm_key
 from grader.grading.warm_up import GatedRunner
-from grader.grading.world_check import WorldVerdict
+from grader.grading.world_check import WorldRejected, WorldVerdict
 from grader.outputs.progress import Progress
 from grader.runs.jobs import variant_seed_for
 
@@ -292,9 +292,10 @@ def test_progress_on_a_terminal_ticks_through_the_warm_up_then_draws_the_bar(mon
 
 @pytest.mark.slow
 def test_a_fresh_cache_is_warmed_once_and_reused_by_the_next_batches(assignment, tmp_path, monkeypatch):
-    """Batch 1 measures the reference facts, warms its batch's world and compiles the starter's programs of the
-    lesson's own world (its world's verification runs there); batch 2 (another seed) reuses the facts and programs
-    and warms only its world; batch 3 has nothing to grade and warms nothing. Grades are the same each time."""
+    """Batch 1 measures the reference facts and warms its batch's world, where it verifies the reference in its
+    primary run; no file needs the lesson's own world, so nothing runs or compiles there; batch 2 (another seed)
+    reuses the facts and warms only its world; batch 3 has nothing to grade and warms nothing. Grades are the same
+    each time."""
     monkeypatch.setenv(CACHE_DIR_ENV, str(tmp_path / "cache"))
     folder, out = tmp_path / "submissions", tmp_path / "out"
     folder.mkdir()
@@ -307,9 +308,10 @@ def test_a_fresh_cache_is_warmed_once_and_reused_by_the_next_batches(assignment,
         batches.append((result, "\n".join(lines)))
     (first, log1), (second, log2), (third, log3) = batches
     state = WarmState(assignment, public_source=public_code(assignment))
-    kept = "reference facts and compiled programs" if state.compiled else "reference facts"
-    assert "running the reference solution once" in log1 and "graded in this batch's world: 100/100" in log1
-    assert f"{kept} reused ({state.folder})" in log2 and "graded in this batch's world: 100/100" in log2
+    kept = "reference facts"   # the lesson world's programs were never needed: none are kept
+    primary = "graded in this batch's world (in its primary run): 100/100"
+    assert "running the reference solution once" in log1 and primary in log1 and "in every scenario" not in log1
+    assert f"{kept} reused ({state.folder})" in log2 and primary in log2 and "in every scenario" not in log2
     assert "running the reference solution" not in log2 and "compiling the lesson's programs" not in log2
     assert "Warm-up" not in log3 and third.reused == 2
     for result in (first, second):
@@ -322,10 +324,11 @@ def test_a_fresh_cache_is_warmed_once_and_reused_by_the_next_batches(assignment,
     for seed in used.values():
         verdict = state.read_world(seed)
         assert verdict is not None and verdict.suitable and verdict.seed == seed
+    assert "compiling the lesson's programs" not in log1 and state.read_starter() is None
     if state.compiled:
-        assert "compiling the lesson's programs" in log1 and f"variant world of seed {used[101]} ready" in log1
+        assert f"variant world of seed {used[101]} ready" in log1
         assert f"variant world of seed {used[202]} ready" in log2
-        assert len(entries(state.read_seed(used[202], used[202]).folder)) > len(entries(state.read_starter().folder)) > 0
+        assert len(entries(state.read_seed(used[202], used[202]).folder)) > 0
     assert not list((state.folder / "views").iterdir()), "a batch's view outlived it"
 
 
@@ -439,3 +442,86 @@ def test_the_fork_server_outlives_the_thread_that_started_it(assignment):
     finally:
         start.close()
     assert start._thread.is_alive() is False
+
+def _lesson_world_warm_up(assignment, tmp_path, monkeypatch, verdicts):
+    """A warm-up with the facts and both worlds' programs kept, no fork server, and judge_world answered by
+    `verdicts(every, runner)`; runs that reach the sandbox return at once. Returns (the context, judged flags)."""
+    import grader.grading.warm_up as warm_up
+
+    monkeypatch.setenv(CACHE_DIR_ENV, str(tmp_path / "cache"))
+    monkeypatch.setattr(warm_up, "ServerStart", NoServer)
+    monkeypatch.setattr(GatedRunner, "fresh", lambda self, job, limits: "ran")
+    monkeypatch.setattr(grader.grading.warm_state.compile_cache, "can_cache", lambda: True)
+    state = WarmState(assignment, public_source="x = 1\n")
+    state.store.build("reference", lambda staging: {"facts": {"reports": {"t": "none"}, "memory": {"t": "none"}}},
+                      False)
+    state.store.build(state._starter_name(), programs, True)
+    state.store.build(state._seed_name(5, 5), programs, True)
+    judged: list[bool] = []
+
+    def judges(assignment, facts, batch_seed, runner, every=False):
+        judged.append(every)
+        return verdicts(every, runner)
+
+    monkeypatch.setattr(grader.grading.warm_state, "judge_world", judges)
+    seeds = {"baseline": assignment.lesson_seed, "variant": 5}
+    return warm_up.warmed_up(assignment, seeds, lambda text: None, public_source="x = 1\n", batch_seed=5), judged
+
+
+def _job(assignment, scenario: str, seed: int):
+    from grader.runs.jobs import make_job
+    return make_job(assignment, assignment.scenarios[scenario], seed, "", assignment.submission_filename, batch_seed=5)
+
+
+def test_the_world_is_judged_in_every_scenario_only_once_a_students_run_goes_outside_the_primary(
+        assignment, tmp_path, monkeypatch):
+    """The reference is judged in its primary run at once; a student's run in the variant world starts nothing
+    more; the first student's run in the lesson's world starts the judgement in every scenario (once, however
+    many runs go there), and the judgement's own runs there start nothing. Both verdicts are kept."""
+    baseline_job = _job(assignment, "baseline", assignment.lesson_seed)
+
+    def verdicts(every, runner):
+        runner(baseline_job, assignment.limits)   # a judgement's own run in the lesson's world starts nothing
+        time.sleep(0.1)
+        return WorldVerdict(5, 100.0, 100.0, (), {"variant": None, **({"baseline": None} if every else {})}, (),
+                            ("baseline", "variant") if every else ("variant",))
+
+    context, judged = _lesson_world_warm_up(assignment, tmp_path, monkeypatch, verdicts)
+    with context as warm:
+        assert warm.verdict(scenarios=("variant",)).scenarios == ("variant",) and judged == [False]
+        assert warm.runner(_job(assignment, "variant", 5), assignment.limits) == "ran"
+        for thread in list(warm.threads):
+            thread.join(10)
+        assert judged == [False] and warm.figures(("variant",)) == {"variant": None}
+        assert [warm.runner(baseline_job, assignment.limits) for _ in range(3)] == ["ran"] * 3
+        for thread in list(warm.threads):
+            thread.join(10)
+        assert judged == [False, True]     # started by the run, before any record asked
+        assert warm.verdict(scenarios=("baseline", "variant")).scenarios == ("baseline", "variant")
+        assert warm.figures(("baseline", "variant")) == {"variant": None, "baseline": None}
+    state = WarmState(assignment, public_source="x = 1\n")
+    assert state.read_world(5).scenarios == ("variant",)
+    assert state.read_world(5, ("baseline", "variant")).scenarios == ("baseline", "variant")
+
+
+def test_a_record_run_in_every_scenario_asks_for_that_verdict_and_a_shortfall_there_rejects_the_world(
+        assignment, tmp_path, monkeypatch):
+    """No run heard (a record that comes from elsewhere, or the hook missed): the record's own question starts the
+    judgement in every scenario. The reference falls short only in the lesson's world: the primary verdict still
+    speaks for one-run records, but the batch's failure is the world's rejection, which names the shortfall."""
+    def verdicts(every, runner):
+        if every:
+            return WorldVerdict(5, 97.0, 100.0, ("memory.values: 0/3: short in the lesson's world",), {}, (),
+                                ("baseline", "variant"))
+        return WorldVerdict(5, 100.0, 100.0, (), {}, (), ("variant",))
+
+    context, judged = _lesson_world_warm_up(assignment, tmp_path, monkeypatch, verdicts)
+    with context as warm:
+        assert warm.verdict(scenarios=("variant",)).suitable and warm.failure() is None
+        assert not warm.judged(("baseline", "variant")) or judged == [False, True]
+        with pytest.raises(WorldRejected, match="short in the lesson's world"):
+            warm.verdict(scenarios=("baseline", "variant"))
+        assert judged == [False, True] and isinstance(warm.failure(), WorldRejected)
+
+
+

@@ -64,7 +64,7 @@ def grade_reference(assignment: Assignment, seed: int, scenario: str = "variant"
     facts = reference_facts(assignment)
     seeds = {name: scenario_seed(assignment, each, seed) for name, each in assignment.scenarios.items()}
     with warmed_up(assignment, seeds, lambda text: None, warm_fresh_seeds=False) as warm:
-        verdict = judge_world(assignment, facts, seed, warm.runner)
+        verdict = judge_world(assignment, facts, seed, warm.runner, every=True)   # every scenario a batch may judge
         snapshot, _ = run_scenario(assignment, assignment.scenarios[scenario], seeds[scenario],
                                    assignment.solution_path.read_text(), assignment.submission_filename, warm.runner,
                                    batch_seed=seed)

@@ -36,7 +36,7 @@ from grader.grading.world_check import MAX_REJECTED_WORLDS, WorldRejected, World
 from grader.intake.discovery import Submission, discover
 from grader.lms.canvas import Roster
 from grader.lms.late import TimesError, class_times
-from grader.model.record import Record, record_from_json
+from grader.model.record import Record, ran, record_from_json
 from grader.outputs.adjustments import ClassAdjustments, summarize
 from grader.outputs.adjustments_file import AdjustmentsError
 from grader.outputs.adjustments_file import read as read_adjustments
@@ -119,14 +119,16 @@ def grade_folder(assignment: Assignment, folder: Path, out: Path, workers: int |
     warm: WarmUp | None = None
     remote: ClusterGrading | None = None
 
-    def figures_for(record_seed: int) -> dict:
-        """The reference's figures in a record's worlds (its variant seed is its batch seed, as grade() ran it):
-        this batch's from its warm-up (or the cluster's workers), others' from the warm state."""
+    def figures_for(record_seed: int, scenarios: tuple[str, ...]) -> dict:
+        """The reference's figures in a record's worlds (its variant seed is its batch seed, as grade() ran it), in
+        at least the record's runs' `scenarios`: this batch's from its warm-up (or the cluster's workers), others'
+        from the warm state."""
         if warm is not None and record_seed == seed:
-            return warm.figures()
-        if remote is not None and record_seed in remote.figures:
+            return warm.figures(scenarios)
+        if remote is not None and set(scenarios) <= set(remote.figures.get(record_seed) or {}):
             return remote.figures[record_seed]
-        return WarmState(assignment, cache).figures(seed_map(assignment, record_seed), record_seed)
+        return WarmState(assignment, cache).figures(seed_map(assignment, record_seed), record_seed,
+                                                    scenarios=scenarios)
 
     files = BatchFiles(out, assignment, figures_for, adjustments, submitted)
     for submission, record in kept:
@@ -174,7 +176,7 @@ def grade_folder(assignment: Assignment, folder: Path, out: Path, workers: int |
                                          name="loading the report's drawing module").start()
                         result.records += _grade(assignment, pending, warm.facts, seed, warm.runner, workers, progress,
                                                  files, warm, out)
-                        warm.figures()   # a warm-up that failed after the last record is still the batch's failure
+                        warm.settle()   # a warm-up that failed after the last record is still the batch's failure
                 finally:
                     stop_tokenising.set()
                     progress.finish()
@@ -285,6 +287,16 @@ def _grade(assignment: Assignment, pending: list[Submission], facts: dict, seed:
         records.append(record)
         progress.advance(record)
 
+    def write_judged(wait: bool) -> None:
+        """Write the held records whose world's verdict is in (`wait`: every one, waiting for its verdict)."""
+        for submission, record in list(held):
+            if warm is not None:
+                if not wait and not warm.judged(ran(record)):
+                    continue
+                warm.verdict(scenarios=ran(record))     # raises a rejection that came in meanwhile
+            held.remove((submission, record))
+            write(submission, record)
+
     progress.start(len(pending))
     with ThreadPoolExecutor(max_workers=max(1, workers or os.cpu_count() or 1)) as pool:
         futures = {pool.submit(grade_one, assignment, s, facts, seed, runner, run_keeper(out, s, assignment)): s
@@ -295,16 +307,8 @@ def _grade(assignment: Assignment, pending: list[Submission], facts: dict, seed:
                 if failure is not None:
                     raise failure
                 held.append((futures[future], future.result()))
-                if warm is None or warm.judged():
-                    if warm is not None:
-                        warm.verdict()     # raises a rejection that came in meanwhile
-                    for submission, record in held:
-                        write(submission, record)
-                    held.clear()
-            if warm is not None:
-                warm.verdict()             # the world's verdict before the last records are kept
-            for submission, record in held:
-                write(submission, record)
+                write_judged(wait=False)
+            write_judged(wait=True)        # the world's verdicts before the last records are kept
         except BaseException:   # stopping (a failed warm-up, a rejected world, Ctrl-C): what has not started never will
             pool.shutdown(wait=False, cancel_futures=True)
             progress.finish()

@@ -44,7 +44,7 @@ from grader.grading.grade import error_record, grade_one
 from grader.grading.warm_up import WarmUp, warmed_up
 from grader.grading.world_check import WorldRejected
 from grader.intake.discovery import Submission
-from grader.model.record import Record
+from grader.model.record import Record, ran
 from grader.runs.jobs import scenario_seed
 from grader.sandbox.isolation import WeakIsolation, recheck, require_isolation, weak_isolation_allowed
 from grader.similarity.report import settings_for
@@ -111,8 +111,9 @@ def grade_task(package: Package, seed: int, submission: Submission) -> dict[str,
             kept.append(exercise_values(compared_run(context.assignment, snapshots), names, context.assignment.bindings))
 
         record = grade_one(context.assignment, submission, context.warm.facts, seed, context.warm.runner, keep)
-        context.warm.verdict()   # raises a failed warm-up, or WorldRejected: no record of that world leaves here
-        return {"record": record, "values": kept[0] if kept else None, "figures": context.warm.figures(),
+        # raises a failed warm-up, or WorldRejected: no record of that world leaves here
+        context.warm.verdict(scenarios=ran(record))
+        return {"record": record, "values": kept[0] if kept else None, "figures": context.warm.figures(ran(record)),
                 "notes": list(context.notes)}
     finally:
         with _LOCK:
@@ -245,7 +246,7 @@ class ClusterGrading:
                 except Exception as error:  # noqa: BLE001 -- a task that failed outside grade_one: the grader's fault
                     yield submission, self._failed(submission, f"{type(error).__name__}: {error}"), None
                     continue
-                self.figures.setdefault(self.seed, result["figures"])
+                self.figures.setdefault(self.seed, {}).update(result["figures"])   # each record's runs' at least
                 self.notes += [note for note in result["notes"] if note not in self.notes]
                 yield submission, result["record"], result["values"]
         finally:

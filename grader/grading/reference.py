@@ -34,4 +34,4 @@ def reference_figures(assignment: Assignment, cache: Path | None = None, seeds: 
     With `seeds` (scenario -> seed, as the batch graded) and `batch_seed` (the grading run's), each scenario's
     figure is the reference's in the same world (the variant's compiler answers depend on the seed, a scenario's
     other changes on the batch seed); without, every scenario at the lesson's seed."""
-    return WarmState(assignment, cache).figures(seeds, batch_seed, runner)
+    return WarmState(assignment, cache).figures(seeds, batch_seed, runner, scenarios=tuple(assignment.scenarios))

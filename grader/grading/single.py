@@ -19,7 +19,7 @@ from grader.grading.warm_state import WarmState
 from grader.grading.warm_up import warmed_up
 from grader.grading.world_check import MAX_REJECTED_WORLDS, WorldRejected, WorldVerdict, too_many_rejected
 from grader.intake.discovery import Submission
-from grader.model.record import Record
+from grader.model.record import Record, ran
 from grader.runs.jobs import fresh_variant_seed, scenario_seed, variant_seed_for
 
 Note = Callable[[str], None]
@@ -47,7 +47,7 @@ def grade_in_verified_world(assignment: Assignment, submission: Submission, note
                        public_source=public_source, batch_seed=seed) as warm:
             record = grade_one(assignment, submission, warm.facts, seed, warm.runner)
             try:
-                warm.verdict()
+                warm.verdict(scenarios=ran(record))
                 return record
             except WorldRejected as rejection:
                 rejected.append(rejection.verdict)

@@ -17,7 +17,8 @@ programs. They are measured once by trusted runs and kept in an entry of the use
                                          and batch seed b: the lesson's weights and the derivative-rule changes are
                                          in the traced programs, so they differ per batch
         world-<d>.json                   the reference solution graded in the worlds d (seeds, batch seed): whether it
-                                         scores full marks there (grading/world_check.py), and its figures
+                                         scores full marks there (grading/world_check.py), and its figures; in its
+                                         primary run (world-) or, when a record needs it, every scenario (whole-world-)
         variant-seeds.json               suitable variant seeds drawn ahead for the next batches (seed_stock.py)
 
 Compiled programs come only from public code: the starter every student is given, or the reference solution where
@@ -34,6 +35,7 @@ import dataclasses
 import hashlib
 import json
 import platform
+from collections.abc import Iterable
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -53,6 +55,8 @@ KEPT_SEEDS = 8                   # batch worlds whose programs and figures are k
 KEPT_ENTRIES = 3                 # entries of other grader code or versions kept per assignment ...
 ENTRY_MAX_AGE_SECONDS = 3 * 86400  # ... and any of them used this recently
 REFERENCE = "reference"
+WORLD = "world-"                 # the reference graded in a batch's world as its own plan runs it (the primary run)
+WHOLE_WORLD = "whole-world-"     # ... and in every scenario, once a record of that world has a run in the others
 
 
 @lru_cache(maxsize=1)
@@ -203,47 +207,62 @@ class WarmState:
 
     # ---- the batch's world: the reference graded there, and its figures --------------------------------------
 
-    def _world_name(self, batch_seed: int) -> str:
+    def _world_name(self, batch_seed: int, every: bool = False) -> str:
         seeds = {s.name: batch_seed if s.fresh_seed else self.assignment.lesson_seed
                  for s in self.assignment.scenarios.values()}
-        return f"world-{_digest([sorted(seeds.items()), batch_seed])}"
+        return f"{WHOLE_WORLD if every else WORLD}{_digest([sorted(seeds.items()), batch_seed])}"
 
-    def read_world(self, batch_seed: int) -> WorldVerdict | None:
-        """The kept verdict of the world of `batch_seed` (None when it was never judged here, or is not whole)."""
-        part = self.store.read(self._world_name(batch_seed), False, _is_verdict)
-        return WorldVerdict.from_payload(part.payload) if part is not None else None
+    def read_world(self, batch_seed: int, scenarios: Iterable[str] = ()) -> WorldVerdict | None:
+        """The kept verdict of the world of `batch_seed` that speaks for records run in `scenarios` (none: the
+        primary run's; None when no such verdict was judged here, or it is not whole)."""
+        for every in (False, True):
+            part = self.store.read(self._world_name(batch_seed, every), False, _is_verdict)
+            if part is not None and (verdict := WorldVerdict.from_payload(part.payload)).covers(scenarios):
+                return verdict
+        return None
 
-    def world(self, batch_seed: int, runner: Runner | None = None, facts: dict[str, Any] | None = None) -> WorldVerdict:
+    def world(self, batch_seed: int, runner: Runner | None = None, facts: dict[str, Any] | None = None,
+              every: bool = False) -> WorldVerdict:
         """How the reference solution does in the world of `batch_seed` (the variant's seed and every amount derived
-        from it), graded now through the real checks when not kept (grading/world_check.py); the last few are kept."""
-        name = self._world_name(batch_seed)
+        from it): in its primary run, or with `every` in every scenario, graded now through the real checks when not
+        kept (grading/world_check.py); the last few are kept."""
+        name = self._world_name(batch_seed, every)
         part = self.store.read(name, False, _is_kept_verdict)
         if part is None:   # never judged here, or rejected under conditions a failure or load explains: judged now
             known = self.facts() if facts is None else facts
-            part = self.store.build(name, lambda staging: judge_world(self.assignment, known, batch_seed,
-                                                                      runner).payload(), False, accept=_is_kept_verdict)
-            self.store.prune("world-", KEPT_SEEDS, frozenset({name}))
+            judge = (lambda staging: judge_world(self.assignment, known, batch_seed, runner, every=True).payload()) \
+                if every else (lambda staging: judge_world(self.assignment, known, batch_seed, runner).payload())
+            part = self.store.build(name, judge, False, accept=_is_kept_verdict)
+            self.store.prune(WHOLE_WORLD if every else WORLD, KEPT_SEEDS, frozenset({name}))
         else:
             self.store.touch(part)
         return WorldVerdict.from_payload(part.payload)
 
+    def world_for(self, batch_seed: int, scenarios: Iterable[str] = (), runner: Runner | None = None,
+                  facts: dict[str, Any] | None = None) -> WorldVerdict:
+        """The verdict that speaks for records run in `scenarios`: the primary run's when it covers them, else the
+        one judged in every scenario (each kept or judged now)."""
+        verdict = self.world(batch_seed, runner, facts)
+        return verdict if verdict.covers(scenarios) else self.world(batch_seed, runner, facts, every=True)
+
     def verified_seeds(self) -> list[int]:
         """Batch seeds of the worlds kept here in which the reference scored full marks (a one-file command may grade
         in one of them: no new world to verify, and its programs may be compiled already)."""
-        return sorted({WorldVerdict.from_payload(part.payload).seed for part in self.store.parts("world-")
+        return sorted({WorldVerdict.from_payload(part.payload).seed for prefix in (WORLD, WHOLE_WORLD)
+                       for part in self.store.parts(prefix)
                        if _is_verdict(part.payload) and WorldVerdict.from_payload(part.payload).suitable})
 
     def figures(self, seeds: dict[str, int] | None = None, batch_seed: int | None = None,
-                runner: Runner | None = None) -> dict[str, Any]:
+                runner: Runner | None = None, scenarios: Iterable[str] = ()) -> dict[str, Any]:
         """Scenario -> the reference's figure in the world of `batch_seed` (the grading run's; `seeds`, scenario ->
-        seed, only names the world when it is not given), or {} when the assignment names no figure. `runner` runs
-        the reference when the world was never judged here."""
+        seed, only names the world when it is not given), in at least the `scenarios` (a record's runs), or {} when
+        the assignment names no figure. `runner` runs the reference when the world was never judged here."""
         if not self.assignment.figure_name:
             return {}
         if batch_seed is None:
             fresh = [seeds[s.name] for s in fresh_scenarios(self.assignment) if seeds and s.name in seeds]
             batch_seed = fresh[0] if fresh else self.assignment.lesson_seed
-        return dict(self.world(batch_seed, runner).figures)
+        return dict(self.world_for(batch_seed, scenarios, runner).figures)
 
     # ---- measuring ---------------------------------------------------------------------------------------
 

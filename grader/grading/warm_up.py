@@ -9,7 +9,8 @@ What runs in parallel, so that a batch starts grading as early as it can:
   them (compiling the same programs in every early run would cost more than waiting), every other run does not;
 - the batch's world is verified in the background: the reference solution graded there through the real checks
   must score full marks (grading/world_check.py; the verdict is kept per world), which also gives its figures.
-  Records of a world are kept only once it is verified (the batch waits for the verdict before it writes them).
+  It is graded in its primary run at once, and in every scenario once a student's run first goes outside it.
+  Records of a world are kept only once the verdict that speaks for their runs is in (the batch waits for it).
 
 The fork server reads a view (grader/common/warm_store.View) to which each part's programs are added as soon as
 it is published. Only parts of public code's programs are ever added: the reference solution writes none.
@@ -20,13 +21,14 @@ from __future__ import annotations
 import functools
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 from grader.common.warm_store import Part, View, mark_used
 from grader.config.assignment import Assignment, ConfigError
+from grader.grading.run_plan import RunPlan
 from grader.grading.warm_state import WarmState, fixed_scenarios, fresh_scenarios, scenario_world, world
 from grader.grading.world_check import WorldRejected, WorldVerdict
 from grader.model.job import Job
@@ -40,15 +42,22 @@ Note = Callable[[str], None]
 
 class GatedRunner:
     """The command's Runner: the fork server once started (else a fresh sandboxed interpreter per run, isolated by
-    `isolation`, the strategy the command's check approved); a run whose world is still being warmed waits for it."""
+    `isolation`, the strategy the command's check approved); a run whose world is still being warmed waits for it.
+    `first_run_in` hears the world of each run before it starts (the warm-up judges the lesson's world once a
+    student's run goes there)."""
 
-    def __init__(self, server: ServerStart, gates: dict[str, threading.Event], isolation: Isolation | None = None):
+    def __init__(self, server: ServerStart, gates: dict[str, threading.Event], isolation: Isolation | None = None,
+                 first_run_in: Callable[[str], None] | None = None):
         self.server = server
         self.gates = gates
         self.isolation = isolation
+        self.first_run_in = first_run_in
 
     def __call__(self, job: Job, limits: Limits) -> RawRun:
-        gate = self.gates.get(world(dict(job)))
+        key = world(dict(job))
+        if self.first_run_in is not None:
+            self.first_run_in(key)
+        gate = self.gates.get(key)
         if gate is not None:
             gate.wait()
         runner = self.server.runner()
@@ -58,9 +67,24 @@ class GatedRunner:
         """The run in a fresh sandboxed interpreter (a run the fork server could not set up is tried once so)."""
         return run_job(job, limits, self.isolation)
 
+    def unheard(self) -> GatedRunner:
+        """The same runner, its runs unheard (the reference's own runs judging a world never start another)."""
+        return GatedRunner(self.server, self.gates, self.isolation)
+
+
+class Judgement:
+    """One verdict of the batch's world being judged in the background: set once it is in (or failed)."""
+
+    def __init__(self) -> None:
+        self.verdict: WorldVerdict | None = None
+        self.done = threading.Event()
+        self.started = False
+
 
 class WarmUp:
-    """What a command grades with: the reference facts, the runner, and (once judged) the verdict of its world."""
+    """What a command grades with: the reference facts, the runner, and (once judged) the verdicts of its world: the
+    reference in its primary run, which every record needs, and in every scenario, which only a record with a run
+    in the others needs (judged once such a run starts, or such a record asks)."""
 
     def __init__(self, state: WarmState, seeds: dict[str, int], batch_seed: int | None, facts: dict[str, Any],
                  runner: GatedRunner):
@@ -71,60 +95,118 @@ class WarmUp:
         self.runner = runner
         self.threads: list[threading.Thread] = []
         self.errors: list[BaseException] = []
-        self._verdict: WorldVerdict | None = None
-        self._judged = threading.Event()
-        self._judged.set()     # until a judgement is started: nothing to wait for
+        self._steps: Note = lambda text: None
+        self._judgements = {False: Judgement(), True: Judgement()}   # every scenario? -> its judgement
+        self._lock = threading.Lock()
+        self._other_worlds: frozenset[str] = frozenset()   # worlds of runs outside the primary verdict's scenarios
+        for judgement in self._judgements.values():
+            judgement.done.set()     # until a judgement is started: nothing to wait for
 
     def failure(self) -> BaseException | None:
         """A background warm-up that failed (the reference did not run cleanly), or the world's rejection, if any."""
         if self.errors:
             return self.errors[0]
-        verdict = self._verdict if self._judged.is_set() else None
-        return WorldRejected(verdict) if verdict is not None and not verdict.suitable else None
+        for judgement in self._judgements.values():
+            verdict = judgement.verdict if judgement.done.is_set() else None
+            if verdict is not None and not verdict.suitable:
+                return WorldRejected(verdict)
+        return None
 
-    def verdict(self, wait: bool = True) -> WorldVerdict | None:
-        """The verdict of the batch's world (waits for it unless `wait` is False: None while it is being judged, and
-        None where no reference solution is at hand to judge it). Raises what the warm-up failed with, and
-        WorldRejected for a world in which the reference falls short."""
+    def verdict(self, wait: bool = True, scenarios: Iterable[str] = ()) -> WorldVerdict | None:
+        """The verdict of the batch's world that speaks for a record run in `scenarios` (none: the primary run's;
+        the one judged in every scenario is started when those need it). Waits for it unless `wait` is False: None
+        while it is being judged, and None where no reference solution is at hand to judge it. Raises what the
+        warm-up failed with, and WorldRejected for a world in which the reference falls short."""
+        judgement = self._judgement(scenarios)
         if wait:
-            self._judged.wait()
+            judgement.done.wait()
         failure = self.failure()
         if failure is not None:
             raise failure
-        return self._verdict if self._judged.is_set() else None
+        return judgement.verdict if judgement.done.is_set() else None
 
-    def judged(self) -> bool:
-        """The world's verdict is in (or there is none to wait for)."""
-        return self._judged.is_set()
+    def judged(self, scenarios: Iterable[str] = ()) -> bool:
+        """The verdict that speaks for a record run in `scenarios` is in (or there is none to wait for)."""
+        return self._judgement(scenarios).done.is_set()
 
-    def figures(self) -> dict[str, Any]:
-        """Scenario -> the reference's figure in the batch's world; waits for the verdict."""
-        for thread in self.threads:
+    def settle(self) -> None:
+        """Wait for every step started in the background; raises what one failed with, or the world's rejection
+        (a warm-up that failed after the last record is still the command's failure)."""
+        for thread in list(self.threads):
             thread.join()
-        verdict = self.verdict()
+        failure = self.failure()
+        if failure is not None:
+            raise failure
+
+    def figures(self, scenarios: Iterable[str] = ()) -> dict[str, Any]:
+        """Scenario -> the reference's figure in the batch's world, in at least `scenarios`; waits for the verdict
+        that speaks for them."""
+        verdict = self.verdict(scenarios=scenarios)
         if not self.state.assignment.figure_name:
             return {}
         if verdict is not None:
             return dict(verdict.figures)
-        return self.state.figures(self.seeds, self.batch_seed, self.runner)
+        return self.state.figures(self.seeds, self.batch_seed, self.runner, scenarios)
 
     def judge(self, steps: Note) -> None:
-        """Judge the batch's world in the background (grading/world_check.py)."""
-        self._judged.clear()
+        """Judge the batch's world in the background, in the reference's primary run (grading/world_check.py); in
+        every scenario later, when a record needs it."""
+        self._steps = steps
+        self.runner.first_run_in = self._heard
+        self._start_judging(False)
+
+    def _judgement(self, scenarios: Iterable[str]) -> Judgement:
+        """The judgement that speaks for `scenarios`: the primary run's while it covers them (or is not in yet and
+        the scenarios are its plan's first runs), else the one in every scenario, started now if it was not."""
+        primary = self._judgements[False]
+        if not primary.started:
+            return primary
+        needed = set(scenarios)
+        if primary.done.is_set() and primary.verdict is not None:
+            covered = primary.verdict.covers(needed)
+        else:
+            covered = needed <= set(RunPlan.first(self.state.assignment).first_runs)
+        if covered:
+            return primary
+        self._start_judging(True)
+        return self._judgements[True]
+
+    def _heard(self, run_world: str) -> None:
+        """A student's run is starting in `run_world`: one outside the primary run's starts the judgement in every
+        scenario beside it (its record will need that verdict)."""
+        if run_world in self._other_worlds and not self._judgements[True].started:
+            self._start_judging(True)
+
+    def _start_judging(self, every: bool) -> None:
+        with self._lock:
+            judgement = self._judgements[every]
+            if judgement.started:
+                return
+            judgement.started = True
+            judgement.done.clear()
+        if not every:
+            first = set(RunPlan.first(self.state.assignment).first_runs)
+            self._other_worlds = frozenset(
+                scenario_world(self.state.assignment, self.state.assignment.scenarios[name], seed, self.batch_seed)
+                for name, seed in self.seeds.items() if name not in first)
+        runner = self.runner.unheard()
+        steps = self._steps
 
         def run() -> None:
             started = time.monotonic()
             try:
                 assert self.batch_seed is not None
-                kept = self.state.read_world(self.batch_seed)
-                self._verdict = kept or self.state.world(self.batch_seed, self.runner, self.facts)
+                kept = self.state.read_world(self.batch_seed, self.state.assignment.scenarios if every else ())
+                judgement.verdict = kept or self.state.world(self.batch_seed, runner, self.facts, every)
                 if kept is None:
-                    steps(f"Warm-up: the reference solution graded in this batch's world: "
-                          f"{self._verdict.score:g}/{self._verdict.max_score:g} ({time.monotonic() - started:.1f} s).")
+                    where = "in every scenario" if every else "in its primary run"
+                    steps(f"Warm-up: the reference solution graded in this batch's world ({where}): "
+                          f"{judgement.verdict.score:g}/{judgement.verdict.max_score:g} "
+                          f"({time.monotonic() - started:.1f} s).")
             finally:
-                self._judged.set()
+                judgement.done.set()
 
-        self.start("verifying the batch's world", run)
+        self.start("verifying the batch's world" + (" in every scenario" if every else ""), run)
 
     def start(self, name: str, target: Callable[[], None]) -> None:
         """Run `target` in the background; what it raises is the warm-up's failure (the batch stops and says why)."""
@@ -137,7 +219,8 @@ class WarmUp:
                 self.errors.append(ConfigError(f"{name} failed: {type(error).__name__}: {error}"))
 
         thread = threading.Thread(target=run, name=name, daemon=True)
-        self.threads.append(thread)
+        with self._lock:
+            self.threads.append(thread)
         thread.start()
 
 

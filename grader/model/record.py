@@ -153,6 +153,12 @@ def record_from_json(text: str) -> Record:
     return cast(Record, record)
 
 
+def ran(record: Record) -> tuple[str, ...]:
+    """The scenarios a record's file was run in (none for a file that did not run)."""
+    runs = record.get("runs")
+    return tuple(runs) if isinstance(runs, dict) else ()
+
+
 def held_checks(record: Record) -> list[str]:
     """The checks of a record still held for the instructor's review: held, and no adjustment decided them."""
     hold = record.get("review_hold")

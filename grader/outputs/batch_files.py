@@ -20,7 +20,7 @@ from grader.common.files import write_if_changed
 from grader.config.late import late_policy
 from grader.lms.canvas import Roster
 from grader.lms.late import SubmittedAt, late_warnings, time_for, with_late
-from grader.model.record import Record
+from grader.model.record import Record, ran
 from grader.outputs.adjustments import apply
 from grader.outputs.adjustments_file import Adjustment
 from grader.outputs.reports import FeedbackPages, feedback_page_name, write_class_report
@@ -28,7 +28,8 @@ from grader.outputs.similarity_view import similarity_context
 from grader.outputs.writers import grades_csv, result_path, write_lms_outputs, write_result
 from grader.similarity.report import SimilarityReport
 
-FiguresFor = Callable[[int], dict[str, Any]]   # a record's variant seed -> the reference's figures in its world
+FiguresFor = Callable[[int, tuple[str, ...]], dict[str, Any]]   # a record's variant seed and runs' scenarios -> the
+                                                                 # reference's figures in its world, in those at least
 
 
 def _report_inputs(records: list[Record], assignment, similarity: SimilarityReport | None) -> str:
@@ -50,7 +51,7 @@ class BatchFiles:
         self.late_policy = late_policy(getattr(assignment, "config", {}))
         self.assignment = assignment
         self._figures_for = figures_for
-        self._figures: dict[int, dict[str, Any]] = {}
+        self._figures: dict[tuple[int, tuple[str, ...]], dict[str, Any]] = {}
         self._pages: FeedbackPages | None = None
         self.problems: list[str] = []   # class files that could not be written (the grader's fault), in sentences
 
@@ -62,10 +63,11 @@ class BatchFiles:
             self.problems.append(f"{what} could not be written ({type(error).__name__}: {str(error)[:300]})")
             return None
 
-    def figures(self, seed: int) -> dict[str, Any]:
-        if seed not in self._figures:
-            self._figures[seed] = self._figures_for(seed)
-        return self._figures[seed]
+    def figures(self, seed: int, scenarios: tuple[str, ...] = ()) -> dict[str, Any]:
+        key = (seed, tuple(sorted(scenarios)))
+        if key not in self._figures:
+            self._figures[key] = self._figures_for(seed, key[1])
+        return self._figures[key]
 
     def graded(self, record: Record) -> Record:
         """A record graded now, with the instructor's adjustments applied: its JSON and Markdown (what grading rests
@@ -134,4 +136,4 @@ class BatchFiles:
         if self._pages is None:
             self._pages = FeedbackPages(self.out, self.assignment)
         seed = record.get("variant_seed")
-        self._pages.write(record, self.figures(seed) if isinstance(seed, int) else {})
+        self._pages.write(record, self.figures(seed, ran(record)) if isinstance(seed, int) else {})
