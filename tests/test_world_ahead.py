@@ -55,6 +55,8 @@ def test_a_large_batch_leaves_the_next_world_compiled_and_the_next_batch_compile
     prepared = SeedStock(state.folder, lambda seed: True).peek()
     assert prepared is not None and prepared != first.variant_seed
     assert state.read_seed(prepared, prepared) is not None, "the stock's next seed has its programs published"
+    verdict = state.read_world(prepared)
+    assert verdict is not None and verdict.suitable, "and the reference's verdict in its primary run"
 
     second_log: list[str] = []
     second = grade_folder(assignment, _one_file(tmp_path, assignment, "b"), tmp_path / "out-b", cache=cache,
@@ -63,6 +65,7 @@ def test_a_large_batch_leaves_the_next_world_compiled_and_the_next_batch_compile
         assert second.variant_seed == prepared
         assert any(BUILT_BEFORE in line for line in second_log)
         assert not any("beside the first runs" in line for line in second_log)   # nothing compiled for its world
+        assert not any("graded in this batch's world" in line for line in second_log)   # nor judged
         assert second.records[0]["score"] == assignment.max_score
     finally:
         if second.preparing is not None:   # it left the third batch's: nothing outlives the test

@@ -330,8 +330,9 @@ def _grade(assignment, args) -> int:
     for note in result.notes:
         print(f"grader: {note}", file=sys.stderr)
     if result.preparing is not None:
-        print("grader: the next batch's world is being compiled in the background (a few seconds of one core), so "
-              "that the next `grader grade` starts at once; GRADER_PREPARE_AHEAD=0 turns this off.", file=sys.stderr)
+        print("grader: the next batch's world is being compiled and checked in the background (a few seconds of one "
+              "core), so that the next `grader grade` starts at once; GRADER_PREPARE_AHEAD=0 turns this off.",
+              file=sys.stderr)
     if failed:
         print(f"grader: the grader itself failed on {len(failed)} submission(s) ({', '.join(failed[:10])}); "
               "their records say so, no gradebook file gives them a score, and a re-run grades them again.",

@@ -6,8 +6,9 @@ sampler, while the other core had little to do and no student file could run. Th
 ahead (seed_stock.py keeps it), so the batch that ends builds the next world instead, in a process of its own that
 starts when the batch has written everything and outlives the command: the instructor's next `grader grade` takes
 that seed from the stock, finds its programs published in the warm state and starts grading at once. The work is the
-same a batch would do (`WarmState.seed`, the public code only, in the warm-up's sandbox); it only moves out of the
-batch into the time between two commands. A batch started while the programs are still being built waits for them
+same a batch would do (`WarmState.seed`, the public code only, in the warm-up's sandbox, then the reference graded
+in that world's primary run, whose verdict the batch needs before it keeps a record: grading/world_check.py); it only
+moves out of the batch into the time between two commands. A batch started while the programs are still being built waits for them
 (the part's lock, warm_store.py) instead of building them a second time.
 
 Only a large batch leaves one (the method sampler's source, `[assignment] method_sampler_min_submissions`: the world
@@ -32,6 +33,7 @@ from grader.authoring.starter import public_code
 from grader.config.assignment import Assignment, load
 from grader.grading.seed_stock import SeedStock
 from grader.grading.warm_state import WarmState, fresh_scenarios
+from grader.grading.warm_up import warmed_up
 from grader.runs.jobs import fresh_variant_seed, is_suitable, scenario_seed
 
 ENABLED_ENV = "GRADER_PREPARE_AHEAD"   # "0": no batch leaves a preparation behind
@@ -89,7 +91,17 @@ def prepare(assignment: Assignment, cache: Path | None, with_sampler: bool) -> i
         return None
     for world_seed in sorted({scenario_seed(assignment, s, seed) for s in fresh_scenarios(assignment)}):
         state.seed(world_seed, seed)
+    if assignment.solution_path.is_file():
+        _judge(assignment, cache, seed, state.public_source)
     return seed
+
+
+def _judge(assignment: Assignment, cache: Path | None, seed: int, public_source: str) -> None:
+    """The reference graded in that world's primary run, as the next batch's warm-up would (the programs just
+    built, the same sandbox and checks); its verdict is kept, and the next batch reads it instead of judging."""
+    seeds = {name: scenario_seed(assignment, scenario, seed) for name, scenario in assignment.scenarios.items()}
+    with warmed_up(assignment, seeds, lambda text: None, cache, public_source=public_source, batch_seed=seed) as warm:
+        warm.verdict()
 
 
 def main(argv: list[str] | None = None) -> int:
