@@ -524,4 +524,16 @@ def test_a_record_run_in_every_scenario_asks_for_that_verdict_and_a_shortfall_th
         assert judged == [False, True] and isinstance(warm.failure(), WorldRejected)
 
 
+def test_a_one_file_command_picks_only_worlds_the_reference_fell_short_in_nowhere(assignment, tmp_path):
+    """Kept verdicts: full marks in the primary run (11); full marks there but short in every scenario (12); full
+    marks in every scenario (13); short in the primary run (14). A one-file command may reuse 11 and 13."""
+    state = WarmState(assignment, tmp_path / "cache", public_source="x = 1\n")
+    kept = {(11, False): 100.0, (12, False): 100.0, (12, True): 97.0, (13, True): 100.0, (14, False): 96.0}
+    for (seed, every), score in kept.items():
+        verdict = WorldVerdict(seed, score, 100.0, () if score == 100.0 else ("x: 0/1: short",), {}, (),
+                               ("baseline", "variant") if every else ("variant",))
+        state.store.build(state._world_name(seed, every), lambda staging, v=verdict: v.payload(), False)
+    assert state.verified_seeds() == [11, 13]
+
+
 

@@ -246,11 +246,11 @@ class WarmState:
         return verdict if verdict.covers(scenarios) else self.world(batch_seed, runner, facts, every=True)
 
     def verified_seeds(self) -> list[int]:
-        """Batch seeds of the worlds kept here in which the reference scored full marks (a one-file command may grade
-        in one of them: no new world to verify, and its programs may be compiled already)."""
-        return sorted({WorldVerdict.from_payload(part.payload).seed for prefix in (WORLD, WHOLE_WORLD)
-                       for part in self.store.parts(prefix)
-                       if _is_verdict(part.payload) and WorldVerdict.from_payload(part.payload).suitable})
+        """Batch seeds of the worlds kept here in which the reference scored full marks, and fell short in no run (a
+        one-file command may grade in one of them: no new world to verify, and its programs may be compiled already)."""
+        verdicts = [WorldVerdict.from_payload(part.payload) for prefix in (WORLD, WHOLE_WORLD)
+                    for part in self.store.parts(prefix) if _is_verdict(part.payload)]
+        return sorted({v.seed for v in verdicts if v.suitable} - {v.seed for v in verdicts if not v.suitable})
 
     def figures(self, seeds: dict[str, int] | None = None, batch_seed: int | None = None,
                 runner: Runner | None = None, scenarios: Iterable[str] = ()) -> dict[str, Any]:
