@@ -18,7 +18,7 @@ from grader.grading.grade import build_oracle
 from grader.grading.reference import reference_facts
 from grader.grading.warm_up import warmed_up
 from grader.grading.world_check import WorldVerdict, judge_world
-from grader.runs.jobs import fresh_variant_seed, run_scenario, scenario_seed, setup_parameters
+from grader.runs.jobs import fresh_variant_seed, run_scenario, seed_map, setup_parameters
 
 
 @dataclass(frozen=True)
@@ -62,7 +62,7 @@ def grade_reference(assignment: Assignment, seed: int, scenario: str = "variant"
     """The reference graded in batch world `seed` through the real sandbox (as a batch verifies its world), with
     its values in `scenario`'s run there and that scenario's oracle."""
     facts = reference_facts(assignment)
-    seeds = {name: scenario_seed(assignment, each, seed) for name, each in assignment.scenarios.items()}
+    seeds = seed_map(assignment, seed)
     with warmed_up(assignment, seeds, lambda text: None, warm_fresh_seeds=False) as warm:
         verdict = judge_world(assignment, facts, seed, warm.runner, every=True)   # every scenario a batch may judge
         snapshot, _ = run_scenario(assignment, assignment.scenarios[scenario], seeds[scenario],

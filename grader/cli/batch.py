@@ -46,7 +46,7 @@ from grader.outputs.reports import load_drawing
 from grader.outputs.results_folder import claim
 from grader.outputs.similarity_view import write_similarity_csv
 from grader.outputs.writers import result_path
-from grader.runs.jobs import Runner, fresh_variant_seed, is_suitable, scenario_seed, variant_seed_for
+from grader.runs.jobs import Runner, fresh_variant_seed, is_suitable, seed_map, variant_seed_for
 from grader.similarity.report import SimilarityOptions, run_keeper, safe_similarity, settings_for
 from grader.similarity.store import ensure_sidecars, tokenise_ahead, write_sidecar
 
@@ -227,11 +227,6 @@ def _drawn_seed(assignment: Assignment, cache: Path | None) -> int:
     threading.Thread(target=stock.refill, args=(lambda: fresh_variant_seed(assignment, frozenset({seed})),),
                      name="drawing variant seeds for the next batches", daemon=True).start()
     return seed
-
-
-def seed_map(assignment: Assignment, variant_seed: int) -> dict[str, int]:
-    """Scenario -> the seed it runs with in a batch whose variant seed is `variant_seed`."""
-    return {name: scenario_seed(assignment, scenario, variant_seed) for name, scenario in assignment.scenarios.items()}
 
 
 def _written(files: BatchFiles, record: Record, assignment: Assignment, submission: Submission, seed: int) -> Record:

@@ -45,7 +45,7 @@ from grader.grading.warm_up import WarmUp, warmed_up
 from grader.grading.world_check import WorldRejected
 from grader.intake.discovery import Submission
 from grader.model.record import Record, ran
-from grader.runs.jobs import scenario_seed
+from grader.runs.jobs import seed_map
 from grader.sandbox.isolation import WeakIsolation, recheck, require_isolation, weak_isolation_allowed
 from grader.similarity.report import settings_for
 from grader.similarity.value_match import compared_run, exercise_values, value_names
@@ -150,7 +150,7 @@ def _open(package: Package, seed: int) -> _Context:
     if assignment.fingerprint != package.fingerprint:
         raise WorkerRefused(f"worker {where} computes another fingerprint of the assignment ({assignment.fingerprint}, "
                             f"the client {package.fingerprint}): its grader's code differs; install the same grader")
-    seeds = {name: scenario_seed(assignment, scenario, seed) for name, scenario in assignment.scenarios.items()}
+    seeds = seed_map(assignment, seed)
     notes: list[str] = []
 
     def note(text: str) -> None:

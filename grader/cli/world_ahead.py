@@ -34,7 +34,7 @@ from grader.config.assignment import Assignment, load
 from grader.grading.seed_stock import SeedStock
 from grader.grading.warm_state import WarmState, fresh_scenarios
 from grader.grading.warm_up import warmed_up
-from grader.runs.jobs import fresh_variant_seed, is_suitable, scenario_seed
+from grader.runs.jobs import fresh_variant_seed, is_suitable, scenario_seed, seed_map
 
 ENABLED_ENV = "GRADER_PREPARE_AHEAD"   # "0": no batch leaves a preparation behind
 
@@ -99,8 +99,7 @@ def prepare(assignment: Assignment, cache: Path | None, with_sampler: bool) -> i
 def _judge(assignment: Assignment, cache: Path | None, seed: int, public_source: str) -> None:
     """The reference graded in that world's primary run, as the next batch's warm-up would (the programs just
     built, the same sandbox and checks); its verdict is kept, and the next batch reads it instead of judging."""
-    seeds = {name: scenario_seed(assignment, scenario, seed) for name, scenario in assignment.scenarios.items()}
-    with warmed_up(assignment, seeds, lambda text: None, cache, public_source=public_source, batch_seed=seed) as warm:
+    with warmed_up(assignment, seed_map(assignment, seed), lambda text: None, cache, public_source=public_source, batch_seed=seed) as warm:
         warm.verdict()
 
 

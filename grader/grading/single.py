@@ -20,7 +20,7 @@ from grader.grading.warm_up import warmed_up
 from grader.grading.world_check import MAX_REJECTED_WORLDS, WorldRejected, WorldVerdict, too_many_rejected
 from grader.intake.discovery import Submission
 from grader.model.record import Record, ran
-from grader.runs.jobs import fresh_variant_seed, scenario_seed, variant_seed_for
+from grader.runs.jobs import fresh_variant_seed, seed_map, variant_seed_for
 
 Note = Callable[[str], None]
 
@@ -42,8 +42,7 @@ def grade_in_verified_world(assignment: Assignment, submission: Submission, note
     rejected: list[WorldVerdict] = []
     while True:
         seed = choose_seed(assignment, cache, requested, frozenset(v.seed for v in rejected))
-        seeds = {name: scenario_seed(assignment, scenario, seed) for name, scenario in assignment.scenarios.items()}
-        with warmed_up(judged or assignment, seeds, note, cache, warm_fresh_seeds=False, steps=steps,
+        with warmed_up(judged or assignment, seed_map(assignment, seed), note, cache, warm_fresh_seeds=False, steps=steps,
                        public_source=public_source, batch_seed=seed) as warm:
             record = grade_one(assignment, submission, warm.facts, seed, warm.runner)
             try:

@@ -152,6 +152,10 @@ class WarmUp:
         """Judge the batch's world in the background, in the reference's primary run (grading/world_check.py); in
         every scenario later, when a record needs it."""
         self._steps = steps
+        first = set(RunPlan.first(self.state.assignment).first_runs)
+        self._other_worlds = frozenset(
+            scenario_world(self.state.assignment, self.state.assignment.scenarios[name], seed, self.batch_seed)
+            for name, seed in self.seeds.items() if name not in first)
         self.runner.first_run_in = self._heard
         self._start_judging(False)
 
@@ -184,11 +188,6 @@ class WarmUp:
                 return
             judgement.started = True
             judgement.done.clear()
-        if not every:
-            first = set(RunPlan.first(self.state.assignment).first_runs)
-            self._other_worlds = frozenset(
-                scenario_world(self.state.assignment, self.state.assignment.scenarios[name], seed, self.batch_seed)
-                for name, seed in self.seeds.items() if name not in first)
         runner = self.runner.unheard()
         steps = self._steps
 

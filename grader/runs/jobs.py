@@ -24,6 +24,11 @@ def scenario_seed(assignment: Assignment, scenario: Scenario, variant_seed: int)
     return variant_seed if scenario.fresh_seed else assignment.lesson_seed
 
 
+def seed_map(assignment: Assignment, variant_seed: int) -> dict[str, int]:
+    """Scenario -> the seed it runs with in a batch whose variant seed is `variant_seed`."""
+    return {name: scenario_seed(assignment, scenario, variant_seed) for name, scenario in assignment.scenarios.items()}
+
+
 def fresh_variant_seed(assignment: Assignment, rejected: frozenset[int] = frozenset()) -> int:
     """A random seed for this grading run, never the lesson's own nor one whose world was `rejected` (the reference
     fell short there), and one the assignment finds suitable (`oracle.suitable_seed(seed, settings)`, optional: e.g. a
