@@ -13,9 +13,11 @@ Tests of the warm state itself (building, corruption, concurrent builders) use f
 from __future__ import annotations
 
 import os
+import secrets
 
 from grader.cli.world_ahead import ENABLED_ENV as PREPARE_AHEAD_ENV
 from grader.common.user_cache import CACHE_DIR_ENV, user_cache_dir
+from grader.runs.jobs import VARIANT_SEED_ENV
 
 
 def pytest_configure(config) -> None:
@@ -23,6 +25,12 @@ def pytest_configure(config) -> None:
     # no batch leaves its next world compiling after it (cli/world_ahead.py): a test's work ends with the test
     # (tests of the preparation itself turn it on for themselves)
     os.environ[PREPARE_AHEAD_ENV] = "0"
+    # One world for the session's batches and checks that ask for none (the number drawn once per run, so each run of
+    # the suite still grades in a new world): its programs are compiled and the reference judged in it once, not once
+    # per batch (about 4 CPU-s a batch). Both pytest-xdist workers share it: the controller sets it before they
+    # start. Tests of drawing seeds and of the next world take the variable away for themselves.
+    if not os.environ.get(VARIANT_SEED_ENV) and not hasattr(config, "workerinput"):
+        os.environ[VARIANT_SEED_ENV] = str(secrets.randbelow(2**31 - 2) + 1)
 
 
 # Modules from the costliest down, as measured (`--durations`, whole-tree CPU seconds) on 2 cores: pytest-xdist hands

@@ -34,7 +34,7 @@ from grader.grading.engine import run_checks
 from grader.grading.grade import build_oracle
 from grader.grading.reference import reference_facts
 from grader.runs.decoding import INVALID, UNFINISHED, Opaque
-from grader.runs.jobs import run_scenario, scenario_seed
+from grader.runs.jobs import run_scenario, scenario_seed, variant_seed_for
 from grader.runs.snapshot import Snapshot
 
 ASSIGNMENTS = sorted(set(case_folders("corpus")) | set(case_folders("threats")))
@@ -95,7 +95,7 @@ def lesson(request) -> Lesson:
     source = assignment.solution_path.read_text(encoding="utf-8")
     snapshots, oracles = {}, {}
     for name, scenario in assignment.scenarios.items():
-        seed = scenario_seed(assignment, scenario, VARIANT_SEED)
+        seed = scenario_seed(assignment, scenario, variant_seed_for(assignment, VARIANT_SEED))   # a world a batch uses
         snapshots[name], _ = run_scenario(assignment, scenario, seed, source, assignment.submission_filename)
         oracles[name] = build_oracle(assignment, name, seed, facts)
     return Lesson(assignment, snapshots, oracles)

@@ -755,7 +755,7 @@ def test_availability_panel_is_judged_by_meaning(assignment, oracles, variant_ev
     assert fraction == 0 and "Label the substitute panel" in feedback
     # the missing one drawn as available
     fraction, feedback = run(_availability(variant_events, [1, 1]))
-    assert fraction == 0 and "missing in this run" in feedback
+    assert fraction == 0 and "missing here" in feedback
     # [0, 0] marks a reported analysis as missing: the bars are judged against what was reported (issue 55)
     fraction, feedback = run(_availability(variant_events, [0, 0]))
     assert fraction == 0 and "reported an analysis" in feedback and "int(m is not None)" in feedback
@@ -1483,15 +1483,29 @@ def stencil_events(oracle, variant_events, eps, sign=1):
 
 
 @pytest.mark.parametrize("sign", [1, -1])
-def test_a_one_sided_second_order_stencil_is_told_by_the_points_the_run_made(assignment, oracles, variant_events, sign):
-    """At a small step a one-sided second-order stencil is the central difference to float32 rounding: the run's
-    points prove it (x + eps v and x + 2 eps v made, x - eps v never), and the feedback says which points."""
+def test_a_one_sided_second_order_stencil_is_told_by_its_value_where_the_world_moves_it_apart(assignment, oracles,
+                                                                                          variant_events, sign):
+    """This world's evaluations move a one-sided second-order stencil by another amount than the central difference
+    (the change's profile varies with the step): at a step where that shows beyond rounding, the value itself is
+    refused and named, whatever points the run's evidence holds (none here)."""
+    oracle = oracles["variant"]
+    eps = 1e-2
+    events, _, _ = stencil_events(oracle, variant_events, eps, sign)
+    fraction, feedback = check(assignment, oracles, "finite_is_central_difference", events, "variant")
+    assert fraction == 0 and "one-sided second-order difference" in feedback, feedback
+
+
+@pytest.mark.parametrize("sign", [1, -1])
+def test_points_alone_never_refuse_a_value_rounding_cannot_tell_apart(assignment, oracles, variant_events, sign):
+    """At a small step a one-sided second-order stencil is the central difference to float32 rounding, and its value
+    is a difference quotient of this run's evaluations: what points the run made (x + eps v and x + 2 eps v, never
+    x - eps v) is the run's own record, which credit never rests on either way (the trust model), so the value is
+    credited as what it is indistinguishable from."""
     oracle = oracles["variant"]
     events, evaluations, sightings = stencil_events(oracle, variant_events, 1e-4, sign)
     fraction, feedback = check(assignment, oracles, "finite_is_central_difference", events, "variant",
                                evaluations=evaluations, sightings=sightings)
-    missing = "x − ε·v" if sign > 0 else "x + ε·v"
-    assert fraction == 0 and "one-sided second-order difference" in feedback and f"never {missing}" in feedback
+    assert fraction == 1, feedback
 
 
 def test_a_central_difference_beside_a_point_two_steps_out_keeps_its_credit(assignment, oracles, variant_events):

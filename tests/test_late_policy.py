@@ -312,3 +312,75 @@ def test_the_autograder_path_charges_what_grade_charged(project, tmp_path):
         {k: v for k, v in graded["late"].items() if k != "source"}
     assert results_json(alone)["score"] == json.loads((project / "results" / "gradescope" / "submission_2.json")
                                                       .read_text())["score"]
+
+
+# ---- a times file that cannot be used stops the batch (issue 65) ----------------------------------------------
+
+FAR_FUTURE = "9999-12-31T23:00:00-12:00"       # a real ISO time, past the last instant a datetime holds in UTC
+
+
+@pytest.mark.parametrize("name, text, fragment", [
+    ("times.csv", "submission,submitted_at\n", "line 1"),                                     # the header alone
+    ("times.csv", "submission,submitted_at\n\n  \n", "line 1"),                               # and blank lines
+    ("times.yml", "{}\n", "no submission"),                                                   # a mapping of nothing
+    ("times.csv", f"submission,submitted_at\nalice,2026-12-10T20:00:00Z\nbob,{FAR_FUTURE}\n", "line 3"),
+    ("times.csv", "submission,submitted_at\nbob,0001-01-01T00:00:00+14:00\n", "line 2"),     # before year 1 in UTC
+    ("submission_metadata.yml", METADATA + f"submission_4:\n  :created_at: {FAR_FUTURE}\n", "submission_4 (line 12)"),
+    ("submission_metadata.yml", "submission_1:\n  :created_at: 9999-12-31 23:00:00.000000000 -12:00\n",
+     "submission_1 (line 1)"),
+])
+def test_a_times_file_with_no_usable_time_is_refused_naming_where(tmp_path, name, text, fragment):
+    path = tmp_path / name
+    path.write_text(text)
+    with pytest.raises(TimesError) as raised:
+        read_times(path)
+    message = str(raised.value)
+    assert str(path) in message and fragment in message, message
+
+
+def test_the_autograder_charges_nothing_for_a_time_it_cannot_compute_with(tmp_path):
+    (tmp_path / "submission_metadata.json").write_text(json.dumps({"created_at": FAR_FUTURE}))
+    assert autograder_time(tmp_path) is None
+    assert charged(fabricated(3.0), POLICY, autograder_time(tmp_path))["score"] == 3.0
+
+
+@pytest.mark.parametrize("table, fragment", [
+    ({"due": FAR_FUTURE}, "outside the times the grader can compute with"),
+    ({"due": datetime.datetime(1, 1, 1, tzinfo=datetime.timezone(datetime.timedelta(hours=5)))},
+     "outside the times the grader can compute with"),
+    ({"due": DUE, "grace_minutes": 1e20}, "grace_minutes = 1e+20: must be a number of minutes >= 0 and at most"),
+    ({"due": DUE, "grace_minutes": 10 ** 9}, "grace_minutes = 1000000000"),
+    ({"due": DUE, "grace_minutes": True}, "grace_minutes = True"),
+    ({"due": DUE, "penalty_per_day": 1e300}, "penalty_per_day = 1e+300: must be a fraction"),
+])
+def test_late_arithmetic_that_could_overflow_is_a_config_error(table, fragment):
+    problems = late_problems({"late": table, "checks": []})
+    assert len(problems) == 1 and fragment in problems[0], problems
+
+
+def snapshot(folder: Path) -> dict[str, tuple[bytes, int]]:
+    return {str(p.relative_to(folder)): (p.read_bytes(), p.stat().st_mtime_ns) for p in sorted(folder.rglob("*"))
+            if p.is_file()}
+
+
+@pytest.mark.parametrize("name, text, fragment", [
+    ("times.csv", "submission,submitted_at\n", "line 1"),
+    ("times.yml", "{}\n", "no submission"),
+    ("times.csv", f"submission,submitted_at\n123,{FAR_FUTURE}\n", "line 2"),
+])
+def test_grade_with_an_unusable_times_file_exits_2_and_changes_nothing(project, tmp_path, capsys, name, text, fragment):
+    copy = tmp_path / "project"
+    shutil.copytree(project, copy)
+    (copy / "results" / ".grader-results").write_text(json.dumps(
+        {"submissions": str((copy / "submissions").resolve()), "assignment": "tiny"}))
+    times = tmp_path / name
+    times.write_text(text)
+    before = snapshot(copy / "results")
+    capsys.readouterr()
+    code, printed = grade(copy, "--times", str(times))
+    err = capsys.readouterr().err
+    assert code == 2, printed + err
+    problem = [line for line in err.splitlines() if line.startswith("grader: ")]
+    assert len(problem) == 1 and str(times) in problem[0] and fragment in problem[0], err
+    assert "nothing was graded or changed" in problem[0]
+    assert snapshot(copy / "results") == before

@@ -152,10 +152,15 @@ def test_every_program_a_fresh_interpreter_cached_is_found_by_a_forked_run(tmp_p
 def test_a_program_it_cannot_measure_is_lowered_in_a_fresh_context(monkeypatch):
     """In this process (JAX's functions restored after the test): a measurement that fails is never the student's
     error; that lowering gets JAX's own context and the next one measured is shared again."""
-    import jax
-    from jax._src import core
-    from jax._src.interpreters import mlir
+    import types
 
+    import jax
+
+    from grader.sandbox.child.jax_internals import find
+
+    # JAX's names as the fork server finds them (jax_internals: 0.12 moved ClosedJaxpr out of jax._src.core)
+    core = types.SimpleNamespace(**{name: find(name) for name in ("ClosedJaxpr", "Jaxpr", "Literal")})
+    mlir = find("mlir_module")
     monkeypatch.setattr(mlir, "make_ir_context", mlir.make_ir_context)
     monkeypatch.setattr(mlir, "lower_jaxpr_to_module", mlir.lower_jaxpr_to_module)
     sharer = lowering_context.SharedLoweringContext(mlir, core).install()

@@ -296,3 +296,22 @@ def test_gradescope_needs_nothing_and_help_says_what_it_reads_and_writes(capsys)
         assert words in text
     assert not re.search(r"\w+\.py\b", text), "the help names no source file"
 
+
+
+def test_a_roster_matches_a_plain_record_by_the_named_field_as_canvas_csv_does(tmp_path, canvas, monkeypatch, capsys):
+    """Issue 65: `45678.py` (a classmate's Canvas user id) is no SIS Login ID, so by default it reaches nobody; with
+    --roster-key ID it matches the classmate, whose own Canvas download is there too: neither page goes."""
+    monkeypatch.setenv("CANVAS_TOKEN", TOKEN)
+    out = tmp_path / "results"
+    out.mkdir()
+    write(out, [make_record("45678", "45678.py"), make_record("walker_45678_5_tiny", "walker_45678_5_tiny.py")])
+    roster = tmp_path / "roster.csv"
+    roster.write_text("Student,ID,SIS User ID,SIS Login ID,Section\nWalker Kim,45678,,walkin,A\n")
+    assert release(out, *api(canvas), "--roster", str(roster), "--dry-run") == 0
+    text = capsys.readouterr().out
+    assert "45678: not released: no Canvas user id" in text and "SIS Login ID" in text, text
+    assert "walker_45678_5_tiny (Canvas user 45678): would send" in text
+    assert release(out, *api(canvas), "--roster", str(roster), "--roster-key", "ID", "--dry-run") == 0
+    text = capsys.readouterr().out
+    assert "45678 (Canvas user 45678): not released: Canvas user 45678 has 2 records" in text, text
+    assert "would send" not in text

@@ -106,12 +106,19 @@ def test_a_flag_reaches_the_instructor_only(tmp_path):
     assert done.returncode == 0, done.stdout + done.stderr
     flag = "sys._getframe (the current frame)"
     record = json.loads((out / "walker.json").read_text())
-    assert record["score"] == record["max_score"] and any(flag in f for f in record["review_flags"])
-    assert "REVIEW: 1 file(s)" in done.stdout + done.stderr
+    assert any(flag in f for f in record["review_flags"])
+    # what no value can prove (a file that can read the hidden changes) is held, never credited silently: the method
+    # checks it passed keep no points until the instructor decides, and what they scored is kept to restore them
+    methods = {c["id"]: c for c in record["checks"] if c["id"] in record["review_hold"]["checks"]}
+    assert methods and all(c["score"] == 0 for c in methods.values())
+    assert set(record["review_hold"]["credited"]) == set(methods)
+    assert record["score"] == record["max_score"] - sum(c["max_score"] for c in methods.values())
+    assert flag in record["review_hold"]["why"]
+    assert "REVIEW: 1 file(s)" in done.stdout + done.stderr and "HELD: 1 file(s)" in done.stdout + done.stderr
     assert flag in (out / "report.html").read_text()
     explained = subprocess.run([sys.executable, "-m", "grader.cli.main", "explain", "walker", "--out", str(out)],
                                cwd=ROOT, capture_output=True, text=True, timeout=120, check=False)
-    assert flag in explained.stdout, explained.stdout + explained.stderr
+    assert flag in explained.stdout and "HELD for your review" in explained.stdout, explained.stdout + explained.stderr
     students = [out / "walker.feedback.md", out / "walker.feedback.html", *sorted((out / "gradescope").rglob("*.json"))]
     assert len(students) >= 3
     for path in students:

@@ -42,7 +42,7 @@ def test_no_raw_control_byte_reaches_a_terminal_or_a_file(tmp_path):
         writer.writerow(["Peter", "8", "printer", "p", "S1"])
     out = tmp_path / "out"
     printed = []
-    for argv in (["grade", str(submissions), "--out", str(out), "--roster", str(roster)],
+    for argv in (["grade", str(submissions), "--out", str(out), "--roster", str(roster), "--roster-key", "SIS User ID"],
                  ["explain", "printer", "--out", str(out)], ["explain", "valued", "--out", str(out)],
                  ["similar", str(out)]):
         done = subprocess.run([sys.executable, "-m", "grader.cli.main", *argv], cwd=ROOT, capture_output=True,

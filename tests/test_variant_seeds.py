@@ -26,6 +26,12 @@ from grader.runs import jobs
 ASSIGNMENT = load("performance-05")
 
 
+@pytest.fixture(autouse=True)
+def drawn_worlds(monkeypatch):
+    """These tests are about drawing worlds: the session's one world (conftest.py, $GRADER_VARIANT_SEED) is not theirs."""
+    monkeypatch.delenv(jobs.VARIANT_SEED_ENV, raising=False)
+
+
 def test_the_oracle_answers_for_many_seeds_as_for_each_one():
     """Drawn seeds (nearly all rejected by the first test, some narrowly) and seeds known to be suitable mixed in:
     the list's answers are suitable_seed's, one by one."""

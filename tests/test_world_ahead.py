@@ -19,8 +19,15 @@ from grader.cli.batch import grade_folder
 from grader.config.assignment import load
 from grader.grading.seed_stock import SeedStock
 from grader.grading.warm_state import WarmState
+from grader.runs import jobs
 
 BUILT_BEFORE = "were built before this command"
+
+
+@pytest.fixture(autouse=True)
+def drawn_worlds(monkeypatch):
+    """These tests are about drawing worlds: the session's one world (conftest.py, $GRADER_VARIANT_SEED) is not theirs."""
+    monkeypatch.delenv(jobs.VARIANT_SEED_ENV, raising=False)
 
 
 @pytest.fixture

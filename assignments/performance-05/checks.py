@@ -24,7 +24,7 @@ import numpy as np
 
 from grader.api import Missing
 from grader.api.comparisons import compared, equal, in_range, within
-from grader.api.methods import argument_points, batch_rows, vectors
+from grader.api.methods import vectors
 from grader.api.values import (
     as_number,
     as_vector,
@@ -70,10 +70,41 @@ def cotangent_matches_recurrence(run, oracle, settings):
         "`cotangent` follows JAX's autodiff (whose derivative rules differ by tiny amounts in this run), not the "
         "reverse recurrence: compute it with the recurrence written out, x̄ = Wᵀ(h̄ ⊙ (1 − h²)) from 2·h₄, not "
         "with jax.grad or jax.vjp.")
+    cause = next((why for why, value in _recurrence_slips(oracle) if close_vectors(
+        cotangent, value, 0.0, oracle.cotangent_share(settings), what=f"`cotangent` vs the recurrence {why}")[0]), None)
+    # a cause is named only when the value is that slip's value (never guessed from a value that merely misses)
     raise AssertionError(
         f"`cotangent` does not match the reverse recurrence x̄ = Wᵀ(h̄ ⊙ (1 − h²)) started from 2·h₄: its largest "
-        f"difference is {worst:.2g} of the gradient's largest entry. Check the loop runs from layer 4 down to 1 and "
-        "uses each layer's output.")
+        f"difference is {worst:.2g} of the gradient's largest entry."
+        + (f" It is the recurrence {cause}." if cause else " Compute it from the layers' outputs of the forward "
+           "pass, layer by layer from the last down to the first."))
+
+
+def _recurrence_slips(oracle):
+    """(what the slip is, the value it gives) for the recurrence's common slips, computed in float64: a value equal
+    to one of them names its cause."""
+    w, h = oracle.w, [oracle.x]
+    for _ in range(4):
+        h.append(np.tanh(w @ h[-1]))
+
+    def run(start, layers, output):
+        g = start
+        for i in layers:
+            g = w.T @ (g * (1.0 - output(i) ** 2))
+        return g
+
+    return [("started from h₄ instead of 2·h₄", run(h[4], range(4, 0, -1), lambda i: h[i])),
+            ("without its last step (the loop stops before layer 1)", run(2 * h[4], range(4, 1, -1), lambda i: h[i])),
+            ("without layer 4's step (the loop starts at layer 3)", run(2 * h[4], range(3, 0, -1), lambda i: h[i])),
+            ("with each layer's input in place of its output (h_{i−1} for h_i)", run(2 * h[4], range(4, 0, -1), lambda i: h[i - 1])),
+            ("with W in place of Wᵀ", _transposed_recurrence(w, h))]
+
+
+def _transposed_recurrence(w, h):
+    g = 2 * h[-1]
+    for i in range(len(h) - 1, 0, -1):
+        g = w @ (g * (1.0 - h[i] ** 2))
+    return g
 
 
 def _gradient_probe(run, oracle, settings, probe, label):
@@ -320,10 +351,14 @@ def unavailable_memory_is_none(run, oracle, settings):
 
 # ---- the memory panel -----------------------------------------------------------------------------
 
-# Words that say a bar is about whether an analysis exists (not how many bytes it reports).
-AVAILABILITY = re.compile(r"availab|missing|absent|support|reported|\bnone\b|\bn/?a\b|exist|present|"
-                          r"\bhas\b|\bhave\b|\bwhether\b|\byes\b|\btrue\b|\bbool|[01]\s*=|=\s*[01]\b|\(\s*[01]\s*\)",
+# Words that say a bar is about whether an analysis exists (not how many bytes it reports): a label that says what a
+# 1 or a 0 means ("1 = returned", "0 means not returned") counts whatever its words.
+AVAILABILITY = re.compile(r"availab|missing|absent|support|reported|return|\bgiven\b|came back|obtain|provided|"
+                          r"\bnone\b|\bn/?a\b|exist|present|\bhas\b|\bhave\b|\bwhether\b|\byes\b|\btrue\b|\bbool|"
+                          r"\b[01]\s*(=|:|means|if|when|for|->|→)|=\s*[01]\b|\(\s*[01]\s*\)",
                           re.IGNORECASE)
+# What each replay of the variant run gives the panel code (assignment.toml [replays]): which analyses it has.
+REPLAYED_AVAILABILITY = {"plain_missing": [False, True], "remat_missing": [True, False]}
 BYTES = re.compile(r"\b(bytes?|[kmg]i?b)\b", re.IGNORECASE)
 NEGATION = re.compile(r"\b(not|no|never|instead of)\s+(an?\s+)?(\w+\s+)?$", re.IGNORECASE)
 
@@ -358,8 +393,10 @@ def _speaks_of_bytes(text):
 
 
 def second_panel_is_availability(run, oracle, settings):
+    """Judged in the run and in each replay that hides one executable's analysis (judged_in_replays), so the branch
+    is judged with either analysis missing whichever the batch's world hides."""
     panel, series, y = _second_panel(run)
-    available = [entry is not None for entry in oracle.memory]
+    available = REPLAYED_AVAILABILITY.get(getattr(run, "replay_name", ""), [entry is not None for entry in oracle.memory])
     if all(available):
         return "Every analysis was available in this run; no availability panel was needed."
     labels = [str(panel.get(key, "")) for key in ("title", "ylabel")] + [str(series.get("label", ""))]
@@ -381,9 +418,9 @@ def second_panel_is_availability(run, oracle, settings):
         "executable has a memory analysis), so nobody reads its bars as bytes.")
     for label, ok, height in zip(LABELS, available, heights):   # the bars, judged against what the compiler reported
         assert ok or height == 0.0, (
-            f"The {label} executable's analysis was missing in this run, but its availability bar is {y[LABELS.index(label)]!r}.")
+            f"The {label} executable's analysis was missing here, but its availability bar is {y[LABELS.index(label)]!r}.")
         assert not ok or height == 1.0, (
-            f"In this run the compiler reported an analysis for the {label} executable, but its availability bar is "
+            f"Here the compiler reported an analysis for the {label} executable, but its availability bar is "
             f"{y[LABELS.index(label)]!r}: mark each executable by what it reported (`int(m is not None)`), 1 where an "
             "analysis came back.")
     return "The missing analysis is drawn as a labelled availability panel."
@@ -535,10 +572,9 @@ def finite_is_central_difference(run, oracle, settings):
             continue
         in_range = unit == DOUBLE or settings.eps_min <= eps <= settings.eps_max   # where suitable worlds separate it
         if not oracle.values_changed or (in_range and oracle.finite_separation(matched, settings, unit) >= settings.separation):
-            stencil = _one_sided_stencil(run, oracle, settings, finite, eps)
-            assert stencil is None, stencil
-            other = _other_step(run, oracle, settings, eps)
-            assert other is None, other
+            # credited by its value alone: this world's evaluations move a central difference at another step, along
+            # other directions or by another stencil by other amounts (oracle.ValueChange), which the value shows
+            # wherever it was computed; what the run's points were is never a reason to refuse it
             return f"`finite` is the central difference of the objective's values at x ± {eps:g}·v."
         unconfirmed = name
         break
@@ -554,134 +590,60 @@ def finite_is_central_difference(run, oracle, settings):
     raise AssertionError(_finite_diagnosis(run, oracle, settings, finite, eps, honest))
 
 
-def _other_step(run, oracle, settings, eps):
-    """What to tell a run whose own points show a central difference at another step than the `eps` it reports (its
-    value agrees with the one at `eps` only within rounding), else None. Said only when the run's evidence is
-    complete and it made points along the direction both ways at some step, never at `eps`: a sweep of several
-    steps that includes `eps` is the reported step's difference. A step of length `eps` along the unit vector
-    v/|v| (the points x ± (eps/|v|)·v, the difference then scaled by |v|) reports its step as honestly."""
-    if run.evidence_gaps("finite") is not None:
-        return None
-    direction = np.ones(settings.width)   # the exercise's v, as the value check's central differences take it
-    points = _points_made(run, settings)   # read once for both questions
-    aside = _off_direction(points, oracle, settings, direction)
-    if aside is not None:
-        return aside
-    used, rounding = _both_way_steps(points, oracle, settings, direction)
-    scale = float(np.max(np.abs(direction))) or 1.0
-    length = float(np.linalg.norm(direction))
-    if not used or any(abs(h * size - eps) <= 1e-2 * eps + 2 * rounding * size / scale
-                       for h in used for size in (1.0, length)):
-        return None
-    shown = ", ".join(f"{h:.3g}" for h in used[:4])
-    return (f"`eps` = {eps:g}, but your run made the points x ± h·v only for h = {shown}, never for h = {eps:g}: "
-            "`finite` is a central difference at another step than the one `eps` reports. Take the difference at the "
-            "step you report (use `eps` itself in the formula).")
-
-
-def _points_made(run, settings):
-    """The points of `width` entries the run made up to `finite`: vectors its expressions produced, the rows (or
-    columns) of the small batches they produced, and the arguments of its recorded evaluations (each row of a batch)."""
-    sightings = run.sightings(until="finite")
-    return (vectors(sightings, settings.width) + batch_rows(sightings, settings.width)
-            + argument_points(run.evaluations(until="finite"), settings.width))
-
-
-def _off_direction(points, oracle, settings, direction):
-    """What to tell a run whose points near x come in opposite pairs x ± d that never lie along the direction (a
-    difference taken along other directions, such as each coordinate axis, and summed), else None. Said only when
-    the run's evidence is complete and it made such pairs; a run whose points were never concrete arrays (the
-    difference inside one jitted function) is judged by its value alone."""
-    if not points:
-        return None
-    offsets = np.stack(points) - oracle.x
-    rounding = 2 * SINGLE * float(np.max(np.abs(oracle.x)))
-    with np.errstate(all="ignore"):
-        size = np.max(np.abs(offsets), axis=1)
-        near = offsets[np.isfinite(size) & (size > 2 * rounding) & (size <= 10 * settings.eps_max)][:512]
-        if not len(near):
-            return None
-        s = near @ direction / float(direction @ direction)
-        along = np.max(np.abs(near - s[:, None] * direction[None, :]), axis=1) <= rounding + 1e-3 * np.abs(s)
-        opposite = np.max(np.abs(near[:, None, :] + near[None, :, :]), axis=2) <= 2 * rounding + 1e-3 * _max_norms(near)
-    pairs = np.argwhere(np.triu(opposite, 1))
-    if not len(pairs) or along[pairs[:, 0]].any():
-        return None
-    axes = sorted({int(np.argmax(np.abs(near[i]))) for i, _ in pairs
-                   if np.sum(np.abs(near[i]) > 2 * rounding) == 1})
-    where = (f"along coordinate axes ({len(axes)} of them)" if axes else "along other directions")
-    return (f"`finite` should be the central difference along v: your run made {len(pairs)} pair(s) of points "
-            f"x ± d {where}, and none along v = (1,…,1). A sum of differences along other directions is not "
-            "the directional difference quotient the exercise asks for: evaluate the objective at x + ε·v and x − ε·v.")
-
-
-def _max_norms(offsets):
-    """Each offset's max-norm, as a column to compare pairs with."""
-    return np.max(np.abs(offsets), axis=1)[:, None]
-
-
-def _both_way_steps(points, oracle, settings, direction):
-    """The steps h > 0 for which the run made both x + h·v and x − h·v (among the vectors its expressions produced
-    and the arguments of its recorded evaluations, up to `finite`), and the rounding of such a point."""
-    rounding = 2 * SINGLE * float(np.max(np.abs(oracle.x)))
-    if not points or not float(direction @ direction):
-        return [], rounding
-    offsets = np.stack(points) - oracle.x
-    with np.errstate(all="ignore"):
-        s = offsets @ direction / float(direction @ direction)
-        off_line = np.max(np.abs(offsets - s[:, None] * direction[None, :]), axis=1)
-    along = s[np.isfinite(s) & (off_line <= rounding + 1e-3 * np.abs(s) * float(np.max(np.abs(direction))))
-              & (np.abs(s) <= 10 * settings.eps_max) & (np.abs(s) > 0)]
-    plus, minus = np.sort(along[along > 0]), np.sort(-along[along < 0])
-    used = sorted({float(h) for h in plus
-                   if minus.size and np.min(np.abs(minus - h)) <= 1e-2 * h + 2 * rounding})
-    return used, rounding
-
-
 STENCIL_NOISE = 4   # a one-sided second-order stencil weighs its evaluations 3, 4 and 1 (a central one 1 and 1)
+OTHER_STEPS = (10.0, 5.0, 3.0, 2.0, 0.5, 1 / 3, 0.2, 0.1)   # multiples of eps a difference is compared at to name it
 
 
-def _one_sided_stencil(run, oracle, settings, finite, eps):
-    """What to tell a run whose own points and `finite` prove a one-sided second-order stencil
-    (-3 f(x) + 4 f(x + eps v) - f(x + 2 eps v)) / 2 eps (or its backward mirror), else None.
+def _proven_apart(oracle, settings, finite, eps, candidate, tolerance):
+    """`finite` is `candidate` (within `tolerance`) and lies `separation` tolerances from every honest reading at the
+    reported eps (at eps, and at eps/|v|, each within its own rounding): the value itself shows it is that candidate."""
+    return abs(finite - candidate) <= tolerance and oracle.from_honest(finite, eps, settings) > settings.separation
 
-    At small steps its value and the central difference's agree to float32 rounding, so the value cannot tell them
-    apart: the points the run made can. It is said only when the run's evidence is complete, the run made the
-    points at one and two steps on one side and none at one step on the other, and `finite` is that stencil's value
-    of this run's evaluations."""
-    if run.evidence_gaps("finite") is not None:
-        return None
-    multiples = _step_multiples(run, oracle, settings, eps)
-    for side, sign in (("forward", 1), ("backward", -1)):
-        if sign in multiples and 2 * sign in multiples and -sign not in multiples:
-            stencil = oracle.second_order_one_sided(eps)[side]
-            if abs(finite - stencil) <= STENCIL_NOISE * oracle.finite_noise(eps, settings.finite_noise_float32, SINGLE):
-                near, far, missing = ("+", "+ 2", "−") if sign > 0 else ("−", "− 2", "+")
-                formula = ("(−3 f(x) + 4 f(x + ε·v) − f(x + 2ε·v)) / 2ε" if sign > 0
-                           else "(3 f(x) − 4 f(x − ε·v) + f(x − 2ε·v)) / 2ε")
-                return (f"`finite` is the one-sided second-order difference {formula} of this run's evaluations, not "
-                        f"a central difference: your run made the points x {near} ε·v and x {far}ε·v but never "
-                        f"x {missing} ε·v (eps = {eps:g}). The exercise asks for the central difference: evaluate "
-                        "the objective at x + ε·v and x − ε·v and divide the difference of the two values by 2ε.")
+
+def _one_sided_stencil(oracle, settings, finite, eps, honest):
+    """What to tell a `finite` that is the one-sided second-order stencil (-3 f(x) + 4 f(x + eps v) - f(x + 2 eps v)) /
+    2 eps of this run's evaluations (or its backward mirror), where its value shows it: the world's evaluations move
+    that stencil by another amount than the central difference. Else None."""
+    tolerance = STENCIL_NOISE * oracle.finite_noise(eps, settings.finite_noise_float32, SINGLE)
+    for side, value in oracle.second_order_one_sided(eps).items():
+        if _proven_apart(oracle, settings, finite, eps, value, tolerance):
+            formula = ("(−3 f(x) + 4 f(x + ε·v) − f(x + 2ε·v)) / 2ε" if side == "forward"
+                       else "(3 f(x) − 4 f(x − ε·v) + f(x − 2ε·v)) / 2ε")
+            return (f"`finite` is the one-sided second-order difference {formula} of this run's evaluations at eps = "
+                    f"{eps:g}, not a central difference (its value is that stencil's, which this run's evaluations "
+                    "move by another amount). The exercise asks for the central difference: evaluate the objective "
+                    "at x + ε·v and x − ε·v and divide the difference of the two values by 2ε.")
     return None
 
 
-def _step_multiples(run, oracle, settings, eps):
-    """The whole multiples k (|k| <= 3) of eps for which the run made the point x + k eps v, v = (1,...,1): among the
-    vectors its expressions produced and the arguments of its recorded evaluations (a row of a batch too)."""
-    x = oracle.x
-    points = _points_made(run, settings)
-    if not points:
-        return set()
-    offsets = np.stack(points) - x           # one array pass: a batch of many rows costs no Python loop per row
-    rounding = 2 * SINGLE * float(np.max(np.abs(x)))
-    with np.errstate(all="ignore"):          # a huge value, or a step too small to divide by: left out below
-        k = offsets.mean(axis=1) / eps
-        usable = np.isfinite(k) & (np.abs(k) <= 3.5)
-        nearest = np.rint(np.where(usable, k, 0.0))   # halves to even, as round() does
-        misfit = np.max(np.abs(offsets - nearest[:, None] * eps), axis=1)
-    hits = usable & (nearest != 0) & (np.abs(k - nearest) <= 0.02) & (misfit <= rounding + 1e-2 * eps)
-    return {int(n) for n in nearest[hits]}
+def _other_step(oracle, settings, finite, eps, honest):
+    """What to tell a `finite` whose value is the central difference at another step than the `eps` it reports, where
+    the value shows it (this world's evaluations move differences at different steps by different amounts), else
+    None. A step of length eps along the unit vector v/|v| is as honest as eps along v, and is never named."""
+    tolerance = oracle.finite_noise(eps, settings.finite_noise_float32, SINGLE)
+    for factor in OTHER_STEPS:
+        step = eps * factor
+        if not settings.eps_min_float64 <= step <= 10 * settings.eps_max:
+            continue
+        noise = max(tolerance, oracle.finite_noise(step, settings.finite_noise_float32, SINGLE))
+        if any(_proven_apart(oracle, settings, finite, eps, value, noise) for value in oracle.central_differences(step)):
+            return (f"`eps` = {eps:g}, but `finite` is the central difference at step {step:.3g}, not at the step "
+                    "`eps` reports: this run's evaluations move a difference at each step by its own amount, and "
+                    f"yours moved as the one at {step:.3g} does. Take the difference at the step you report (use "
+                    "`eps` itself in the formula).")
+    return None
+
+
+def _coordinate_sum(oracle, settings, finite, eps, honest):
+    """What to tell a `finite` that is the sum of central differences along each coordinate axis, where its value
+    shows it, else None."""
+    tolerance = oracle.finite_noise(eps, settings.finite_noise_float32, SINGLE)
+    if _proven_apart(oracle, settings, finite, eps, oracle.coordinate_sum(eps), tolerance):
+        return ("`finite` is the sum of central differences taken along each coordinate axis, not the central "
+                "difference along v: this run's evaluations move the two by different amounts, and yours moved as "
+                "the sum does. A sum of differences along other directions is not the directional difference "
+                "quotient the exercise asks for: evaluate the objective at x + ε·v and x − ε·v.")
+    return None
 
 
 def _written_down(oracle, finite):
@@ -706,9 +668,11 @@ def _finite_diagnosis(run, oracle, settings, finite, eps, honest):
     """Why `finite` is not the central difference of the objective's values, in words true of this value."""
     tolerance = max(oracle.finite_noise(eps, settings.finite_noise_float32, SINGLE), SINGLE * abs(finite))
     near = lambda value: abs(finite - value) <= tolerance  # noqa: E731
-    stencil = _one_sided_stencil(run, oracle, settings, finite, eps)
-    if stencil:
-        return stencil
+    for explained in (_one_sided_stencil(oracle, settings, finite, eps, honest),
+                      _coordinate_sum(oracle, settings, finite, eps, honest),
+                      _other_step(oracle, settings, finite, eps, honest)):
+        if explained:
+            return explained
     one_sided = oracle.one_sided_differences(eps)
     for side, value in one_sided.items():
         if near(value) and _closest(finite, honest) > tolerance:

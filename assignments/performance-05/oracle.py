@@ -62,8 +62,16 @@ def objective(w: np.ndarray, x: np.ndarray) -> float:
 @dataclass(frozen=True)
 class ValueChange:
     """What evaluating tanh adds near the last layer's pre-activations at the lesson's point z* = center: scale * t *
-    window * lift, t the position along the path the pre-activations follow as x moves along (1,...,1)
-    (scenario_setup.nudge_objective_values); `lift` makes it a change of scale * t of the sum of squares."""
+    mu(t) * window * lift, t the position along the path the pre-activations follow as x moves along (1,...,1)
+    (scenario_setup.nudge_objective_values); `lift` makes it a change of scale * t * mu(t) of the sum of squares.
+
+    mu(t) = 1 + contrast * clip((ln|t| - log_center) / log_span, -1, 1): a central difference at step h along
+    (1,...,1) moves by scale * mu(h), an amount that depends on the step (log_center and log_span put the sensible
+    steps at -1..1). An evaluation off the path carries (1 + aside_gain * min(rho, 1)) times as much, rho = |z's
+    offset across the path| / |its offset along it|: along (1,...,1) rho is about the step (second-order terms), along
+    a coordinate axis or another direction it is of order one. So a difference taken at another step than the one
+    reported, or along other directions and summed, shows in its value wherever it was computed (inside jit, vmap, a
+    helper)."""
 
     center: np.ndarray
     path: np.ndarray
@@ -71,6 +79,17 @@ class ValueChange:
     scale: float
     span: float
     across: float
+    contrast: float = 0.0
+    log_center: float = 0.0
+    log_span: float = 1.0
+    aside_gain: float = 0.0
+
+    def profile(self, t: float) -> float:
+        """mu(t): how much of `scale` a displacement t along the path carries."""
+        if not self.contrast or not t:
+            return 1.0
+        r = (math.log(abs(t)) - self.log_center) / self.log_span
+        return 1.0 + self.contrast * min(max(r, -1.0), 1.0)
 
     def shift(self, z: np.ndarray) -> np.ndarray:
         """The change a run's tanh adds to tanh(z) for one vector of pre-activations z."""
@@ -82,7 +101,10 @@ class ValueChange:
         off = (float(d @ d) - t * t * path2) / float(self.center @ self.center)
         along = max(1.0 - t * t / self.span ** 2, 0.0)
         aside = max(1.0 - off / self.across ** 2, 0.0)
-        return self.scale * t * along ** 3 * aside ** 3 * self.lift
+        across = math.sqrt(max(float(d @ d) - t * t * path2, 0.0))
+        rho = across / (abs(t) * math.sqrt(path2)) if t else 0.0
+        gain = 1.0 + self.aside_gain * min(rho, 1.0)
+        return self.scale * t * self.profile(t) * gain * along ** 3 * aside ** 3 * self.lift
 
 
 @dataclass(frozen=True)
@@ -106,7 +128,9 @@ class Rules:
             change = ValueChange(np.asarray(parameters["center"], dtype=np.float64),
                                  np.asarray(parameters["path"], dtype=np.float64),
                                  np.asarray(parameters["lift"], dtype=np.float64), float(parameters["scale"]),
-                                 float(parameters["span"]), float(parameters["across"]))
+                                 float(parameters["span"]), float(parameters["across"]),
+                                 float(parameters.get("contrast", 0.0)), float(parameters.get("log_center", 0.0)),
+                                 float(parameters.get("log_span", 1.0)), float(parameters.get("aside_gain", 0.0)))
             rules = Rules(rules.terms, rules.curvature, rules.checkpoint_curvature, change)
         return rules
 
@@ -343,6 +367,18 @@ class Oracle:
         kept = "own" if rules is self.rules else "true" if rules is TRUE else None
         return list(self._once(("central", float(eps), kept), compute)) if kept else compute()
 
+    def central_difference_along(self, direction: np.ndarray, eps: float) -> float:
+        """(f(x + eps d) - f(x - eps d)) / 2 eps of this scenario's evaluations (exact points)."""
+        d = np.asarray(direction, dtype=np.float64)
+        return (self.value_at(self.x + eps * d) - self.value_at(self.x - eps * d)) / (2.0 * eps)
+
+    def coordinate_sum(self, eps: float) -> float:
+        """The central differences at step eps along each coordinate axis, summed (a directional difference along
+        (1,...,1) taken axis by axis): this scenario's evaluations move it by another amount than the difference
+        along (1,...,1) itself."""
+        return self._once(("coordinates", float(eps)), lambda: float(sum(
+            self.central_difference_along(axis, eps) for axis in np.eye(len(self.x)))))
+
     def one_sided_differences(self, eps: float) -> dict[str, float]:
         return {"forward": forward_difference(self.w, self.x, self.ones, eps, self.rules),
                 "backward": backward_difference(self.w, self.x, self.ones, eps, self.rules)}
@@ -366,6 +402,10 @@ class Oracle:
         share = settings.automatic_tolerance if self.derivatives_changed else settings.automatic_tolerance_jax_rules
         carried = reverse_magnitudes(self.w, self.x, self.rules)
         return max(share * float(np.sum(np.abs(self.autodiff_gradient))), settings.automatic_rounding * SINGLE * carried)
+
+    def from_honest(self, value: float, eps: float, settings: Any) -> float:
+        """See the module function: tolerances between `value` and the nearest honest reading at a reported eps."""
+        return from_honest(self, value, eps, settings)
 
     def finite_separation(self, eps: float, settings: Any, unit: float | None = None) -> float:
         """See the module function: tolerances between an honest central difference and a written-down slope."""
@@ -536,8 +576,16 @@ def size_nudges(seed: int, batch_seed: int, scenario: str, settings: Any) -> Nud
     # the largest sensible step: the change gets the share that leaves (honest code must keep passing it)
     truncation = abs(central_difference(w, x, np.ones(WIDTH), settings.eps_max) - float(g.sum()))
     budget = max(_value_budget(float(gradient(w, x, rules).sum()), settings) - truncation, 0.0)
-    scale = budget * rng.uniform(0.9, 1.0) * rng.choice([-1.0, 1.0])
-    rules = Rules(terms, curvature, extra, ValueChange(center, path, lift, scale, 4.0 * settings.eps_max, 0.5))
+    # the profile mu (ValueChange) carries the most, 1 + |contrast|, at the smallest steps, where float32 rounding is
+    # largest: the amount is sized so that even there it stays inside the lesson's assertion's share
+    contrast = -settings.value_contrast * rng.uniform(0.8, 1.0)
+    scale = budget * rng.uniform(0.9, 1.0) * rng.choice([-1.0, 1.0]) / (1.0 + abs(contrast))
+    lowest = max(settings.eps_min, settings.eps_discernible / 3)   # the profile's slope where steps are told apart
+    log_center = 0.5 * math.log(lowest * settings.eps_max)
+    log_span = 0.5 * math.log(settings.eps_max / lowest)
+    aside_gain = settings.value_aside_gain * rng.uniform(0.8, 1.0)
+    rules = Rules(terms, curvature, extra, ValueChange(center, path, lift, scale, 4.0 * settings.eps_max, 0.5,
+                                                       contrast, log_center, log_span, aside_gain))
     lesson_step = 1e-3
     signal = abs(central_difference(w, x, np.ones(WIDTH), lesson_step, rules)
                  - central_difference(w, x, np.ones(WIDTH), lesson_step))
@@ -582,11 +630,13 @@ def scenario_parameters(scenario: str, seed: int, batch_seed: int, settings: Any
         # (not the batch's), so the baseline's programs are the same in every batch and its compiled programs are
         # reused (drawn ones cost every baseline run its compiles: 2.5x its CPU).
         rules = Rules(tuple((0.0, BASELINE_FREQUENCY, BASELINE_PHASE) for _ in rules.terms))
-        change = ValueChange(change.center, change.path, change.lift, 0.0, change.span, change.across)
+        change = ValueChange(change.center, change.path, change.lift, 0.0, change.span, change.across,
+                             change.contrast, change.log_center, change.log_span, change.aside_gain)
     return {"slope_terms": [list(term) for term in rules.terms], "tanh_curvature": rules.curvature,
             "checkpoint_curvature": rules.checkpoint_curvature, "center": change.center.tolist(),
             "path": change.path.tolist(), "lift": change.lift.tolist(), "scale": change.scale, "span": change.span,
-            "across": change.across}
+            "across": change.across, "contrast": change.contrast, "log_center": change.log_center,
+            "log_span": change.log_span, "aside_gain": change.aside_gain}
 
 
 def finite_separation(oracle: Oracle, eps: float, settings: Any, unit: float = SINGLE) -> float:
@@ -606,6 +656,34 @@ def one_sided_separation(oracle: Oracle, eps: float, settings: Any) -> float:
     tolerance = oracle.finite_noise(eps, settings.finite_noise_float32, SINGLE)
     return min(abs(a - b) for a in oracle.one_sided_differences(eps).values()
                for b in oracle.central_differences(eps)) / tolerance
+
+
+def from_honest(oracle: Oracle, value: float, eps: float, settings: Any) -> float:
+    """Float32 tolerances between `value` and the nearest honest float32 reading of a central difference of this
+    scenario's evaluations along (1,...,1) at a reported eps: at eps, and at eps/|v| (a step of eps along the unit
+    vector, scaled by |v|), each within its own step's rounding."""
+    unit_step = eps / math.sqrt(len(oracle.x))
+    return min(abs(value - a) / oracle.finite_noise(step, settings.finite_noise_float32, SINGLE)
+               for step in (eps, unit_step) for a in oracle.central_differences(step))
+
+
+def step_separation(oracle: Oracle, eps: float, other: float, settings: Any) -> float:
+    """Tolerances between a central difference at another step `other` (every honest rounding of it) and every honest
+    reading at eps (`from_honest`)."""
+    return min(from_honest(oracle, b, eps, settings) for b in oracle.central_differences(other))
+
+
+def coordinate_separation(oracle: Oracle, eps: float, settings: Any) -> float:
+    """Tolerances between the sum of the central differences along each coordinate axis at step eps and every honest
+    reading at eps (`from_honest`)."""
+    return from_honest(oracle, oracle.coordinate_sum(eps), eps, settings)
+
+
+def discernible_steps(settings: Any) -> list[float]:
+    """The sensible probe steps at which a world must tell steps and directions apart by value: a larger step than the
+    one reported, and a sum of coordinate differences. (A smaller step, or a one-sided stencil, lies between the two
+    honest readings, at eps and at eps/|v|: its value is told apart where the world shows it, never promised.)"""
+    return [eps for eps in PROBE_STEPS if settings.eps_discernible <= eps <= settings.eps_max]
 
 
 def separates(nudges: Nudges, oracle: Oracle, settings: Any) -> bool:
@@ -628,7 +706,11 @@ def separates(nudges: Nudges, oracle: Oracle, settings: Any) -> bool:
             and nudges.curvature_shift >= wanted * max(oracle.hvp_relative_tolerance(LESSON_TANGENT, settings, h)
                                                        for h in (oracle.hessian(False), oracle.true_hessian))
             and all(finite_separation(oracle, eps, settings) >= wanted for eps in steps)
-            and all(one_sided_separation(oracle, eps, settings) >= wanted / 2 for eps in steps))
+            and all(one_sided_separation(oracle, eps, settings) >= wanted / 2 for eps in steps)
+            and all(step_separation(oracle, eps, other, settings) >= wanted
+                    for eps in discernible_steps(settings) for other in (eps * 3,)
+                    if settings.eps_min <= other <= settings.eps_max)
+            and all(coordinate_separation(oracle, eps, settings) >= wanted for eps in discernible_steps(settings)))
 
 
 def suitable_seed(seed: int, settings: Any) -> bool:

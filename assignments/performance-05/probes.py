@@ -56,8 +56,26 @@ def _memory_all_available(memory):
     dict of the fields the file's other entries hold (the lesson's four where none does), with figures no world
     reports. Only the replay `all_available` calls it (harness.run_replay): the file's panel code then runs again on
     it, so the branch that draws the byte panel is judged in the run where one analysis was missing."""
+    return _memory_with_missing(memory, ())
+
+
+def _memory_plain_missing(memory):
+    """`memory` as a compiler missing the ordinary executable's analysis would leave it (replay `plain_missing`)."""
+    return _memory_with_missing(memory, (0,))
+
+
+def _memory_remat_missing(memory):
+    """`memory` as a compiler missing the rematerialized executable's analysis would leave it (`remat_missing`)."""
+    return _memory_with_missing(memory, (1,))
+
+
+def _memory_with_missing(memory, missing):
+    """`memory` with the entries at the positions in `missing` None, and every other None entry a dict of the fields
+    the file's other entries hold (the lesson's four where none does), with figures no world reports; the file's own
+    entries stay as they are."""
     if not isinstance(memory, (list, tuple)):
         return memory
     fields = next((list(entry) for entry in memory if isinstance(entry, dict) and entry), list(MEMORY_FIELDS))
-    return [{name: 7340032 + 1048576 * position + 4096 * number for number, name in enumerate(fields)}
+    return [None if position in missing else
+            {name: 7340032 + 1048576 * position + 4096 * number for number, name in enumerate(fields)}
             if entry is None else entry for position, entry in enumerate(memory)]

@@ -292,18 +292,22 @@ def nudge_derivative_rules(slope_terms, tanh_curvature, checkpoint_curvature, **
     primitive_jvps[remat_p] = guarded(remat_jvp)
 
 
-def nudge_objective_values(center, path, lift, scale, span, across, **_):
+def nudge_objective_values(center, path, lift, scale, span, across, contrast=0.0, log_center=0.0, log_span=1.0,
+                           aside_gain=0.0, **_):
     """Change what evaluating the objective returns, by an amount no derivative rule contains (see the module
     docstring); oracle.Rules models exactly this.
 
     The tanh primitive's result (its lowering, so eager, jit, vmap, scan and every rematerialized copy alike) on a
     16-entry vector z of pre-activations near the last layer's at the lesson's point, z* = `center`, is
-    tanh(z) + scale * t * window * lift, where t = <z - z*, path> / |path|^2 is the position along the path z* + t *
-    path that the last layer's pre-activations follow when x moves along (1,...,1), `lift` turns that into a change
-    of scale * t of the objective's sum of squares however it is summed afterwards (in JAX, NumPy, a Python loop, a
+    tanh(z) + scale * t * mu(t) * window * lift, where t = <z - z*, path> / |path|^2 is the position along the path z*
+    + t * path that the last layer's pre-activations follow when x moves along (1,...,1), mu(t) = 1 + contrast *
+    clip((ln|t| - log_center) / log_span, -1, 1) makes the amount depend on how far the evaluation is, and a factor 1
+    + aside_gain * min(rho, 1), rho = |z - z*|'s part across the path over its part along it, on how far off the
+    path it lies (so a difference at another step, or along other directions, moves by another amount), `lift` turns
+    that into a change of scale * t * mu(t) * (that factor) of the objective's sum of squares however it is summed afterwards (in JAX, NumPy, a Python loop, a
     column product), and the window (zero far from that path) keeps every other tanh exact. At the lesson's point
     itself t = 0: every derivative taken there is JAX's own, and the derivative rules never see the change, so only
-    a difference quotient of real evaluations of the objective follows it."""
+    a difference quotient of real evaluations of the objective follows it (oracle.ValueChange models it)."""
     import functools
     import sys
 
@@ -319,6 +323,7 @@ def nudge_objective_values(center, path, lift, scale, span, across, **_):
     width = len(center64)
     path_norm2, center_norm2 = float(path64 @ path64), float(center64 @ center64)
     scale, span2, across2 = float(scale), float(span) ** 2, float(across) ** 2
+    contrast, log_center, log_span, aside_gain = float(contrast), float(log_center), float(log_span), float(aside_gain)
     tanh_p = find("tanh_p")
     original = _ORIGINALS.setdefault("tanh_lowering", find("lowerings")[tanh_p].rule)
 
@@ -342,7 +347,17 @@ def nudge_objective_values(center, path, lift, scale, span, across, **_):
         along = lax.max(lax.sub(one, lax.mul(lax.mul(t, t), np.asarray(1.0 / span2, dtype))), zero)
         aside = lax.max(lax.sub(one, lax.mul(off, np.asarray(1.0 / across2, dtype))), zero)
         window = lax.mul(lax.mul(lax.mul(along, along), along), lax.mul(lax.mul(aside, aside), aside))
-        amount = lax.mul(lax.mul(t, window), np.asarray(scale, dtype))
+        # mu(t) = 1 + contrast * clip((ln|t| - log_center) / log_span, -1, 1); |t| kept off 0 (t * mu is 0 there anyway)
+        size = lax.max(lax.abs(t), np.asarray(np.finfo(dtype).tiny, dtype))
+        ratio = lax.mul(lax.sub(lax.log(size), np.asarray(log_center, dtype)), np.asarray(1.0 / log_span, dtype))
+        ratio = lax.clamp(np.asarray(-1.0, dtype), ratio, np.asarray(1.0, dtype))
+        profile = lax.add(one, lax.mul(ratio, np.asarray(contrast, dtype)))
+        # ...times 1 + aside_gain * min(rho, 1), rho = |offset across the path| / |offset along it|
+        across_path = lax.sqrt(lax.max(lax.sub(n2, lax.mul(lax.mul(t, t), np.asarray(path_norm2, dtype))), zero))
+        along_path = lax.max(lax.mul(lax.abs(t), np.asarray(np.sqrt(path_norm2), dtype)), np.asarray(np.finfo(dtype).tiny, dtype))
+        rho = lax.div(across_path, along_path)   # kept finite where t is 0 (the amount is 0 there anyway)
+        gain = lax.add(one, lax.mul(lax.min(rho, one), np.asarray(aside_gain, dtype)))
+        amount = lax.mul(lax.mul(lax.mul(lax.mul(t, profile), gain), window), np.asarray(scale, dtype))
         shift = lax.mul(lax.broadcast_in_dim(amount, y.shape, tuple(range(y.ndim - 1))),
                         lax.broadcast_in_dim(lift64.astype(dtype), y.shape, last))
         if order == tuple(range(z.ndim)):

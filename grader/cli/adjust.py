@@ -18,7 +18,7 @@ from typing import Any
 from grader.cli.explain_view import indented, score_line, world_lines
 from grader.common.last_results import results_folder
 from grader.config.late import TARGET as LATE
-from grader.model.record import Record, held_checks, record_from_json
+from grader.model.record import Record, held_checks, hold_reason, record_from_json
 from grader.outputs.adjustments import apply
 from grader.outputs.adjustments_file import Adjustment, AdjustmentsError, path_in, read, write
 from grader.outputs.writers import result_path
@@ -240,14 +240,18 @@ def explanation_text(record: Record, check_ids: list[str]) -> str:
     if record.get("grader_error"):
         lines.append("The grader could not grade this record (its own fault): see grader_error in the record.")
     if record.get("review_flags"):
-        lines.append("Flagged for your review (the file's text reaches into JAX's internals or introspects; the score "
-                     "is unchanged, you decide):")
+        lines.append("Flagged for your review (the file's text reaches into JAX's internals or introspects: the method "
+                     "checks it passed are held below, you decide):")
         lines += [f"   {flag}" for flag in record["review_flags"]]
     if held := held_checks(record):
         hold = record["review_hold"]
-        lines.append(f"HELD for your review: {hold['statement']} only in the {hold['scenario']} run (the file as "
-                     f"written passed it); held without points: {', '.join(held)}. Each held check below shows both "
-                     "runs; decide with `grader adjust` (e.g. set the check's points, or add 0 to keep the grade).")
+        credited = hold.get("credited") or {}
+        restore = (" (what the grader's checks gave before the hold: "
+                   + ", ".join(f"{check} {credited[check]:g}" for check in held if check in credited) + ")"
+                   if any(check in credited for check in held) else "")
+        lines.append(f"HELD for your review: {hold_reason(hold)}; held without points: {', '.join(held)}{restore}. "
+                     "Each held check below shows what was found; decide with `grader adjust` (set the check's "
+                     "points, or add 0 to keep the grade as it stands).")
     if record.get("runs_why"):
         lines.append(f"Runs: {record['runs_why']}.")
     lines += [f"Adjustment NOT applied ({a.get('check') or WHOLE}, {a['kind']} {a['points']:g}): {a['why']}"

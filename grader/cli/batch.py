@@ -10,6 +10,7 @@ resumes where it stopped.
 from __future__ import annotations
 
 import contextlib
+import csv
 import os
 import threading
 import time
@@ -27,6 +28,8 @@ from grader.cli.world_ahead import Preparation
 from grader.cli.world_ahead import start as start_preparing
 from grader.common.environment import environment
 from grader.common.files import remove_torn_writes
+from grader.common.private_folder import UnsafeFolder, private_folder
+from grader.common.user_cache import private_cache_dir
 from grader.config.assignment import Assignment, ConfigError
 from grader.grading.grade import error_record, grade_one
 from grader.grading.seed_stock import SeedStock
@@ -34,7 +37,7 @@ from grader.grading.warm_state import WarmState
 from grader.grading.warm_up import WarmUp, warmed_up
 from grader.grading.world_check import MAX_REJECTED_WORLDS, WorldRejected, WorldVerdict, too_many_rejected
 from grader.intake.discovery import Submission, discover
-from grader.lms.canvas import Roster
+from grader.lms.canvas import DEFAULT_ROSTER_KEY, Roster
 from grader.lms.late import TimesError, class_times
 from grader.model.record import Record, ran, record_from_json
 from grader.outputs.adjustments import ClassAdjustments, summarize
@@ -46,7 +49,7 @@ from grader.outputs.reports import load_drawing
 from grader.outputs.results_folder import claim
 from grader.outputs.similarity_view import write_similarity_csv
 from grader.outputs.writers import result_path
-from grader.runs.jobs import Runner, fresh_variant_seed, is_suitable, seed_map, variant_seed_for
+from grader.runs.jobs import Runner, fresh_variant_seed, is_suitable, named_variant_seed, seed_map, variant_seed_for
 from grader.similarity.report import SimilarityOptions, run_keeper, safe_similarity, settings_for
 from grader.similarity.store import ensure_sidecars, tokenise_ahead, write_sidecar
 
@@ -84,9 +87,12 @@ def previous_record(out: Path, submission: Submission, assignment: Assignment) -
 def grade_folder(assignment: Assignment, folder: Path, out: Path, workers: int | None = None, regrade: bool = False,
                  variant_seed: int | None = None, progress: Progress | Callable[[str], None] | None = None,
                  roster: Path | None = None, similarity: SimilarityOptions | None = None,
-                 cache: Path | None = None, scheduler: Scheduler | None = None, times: Path | None = None) -> BatchResult:
+                 cache: Path | None = None, scheduler: Scheduler | None = None, times: Path | None = None,
+                 roster_key: str = DEFAULT_ROSTER_KEY) -> BatchResult:
     """`times`: when each was submitted, for the [late] policy (lms/late.py; default: a Gradescope export's
-    submission_metadata.yml in `folder`).
+    submission_metadata.yml in `folder`); a file the policy cannot use stops the batch before anything is written.
+    `roster`, `roster_key`: Canvas's gradebook export for canvas.csv, and the field of it a plain submission id is
+    matched against (lms/canvas.py), read before anything is written.
     `cache`: the cache folder holding the warm state (default: the user's, grader/common/user_cache.py).
     `scheduler`: grade on a Dask cluster (its address, a distributed.Client or a cluster object; grader/cli/cluster.py)
     instead of here: only the per-submission grading moves, everything else stays in this process."""
@@ -96,8 +102,13 @@ def grade_folder(assignment: Assignment, folder: Path, out: Path, workers: int |
     try:   # before anything is written: a malformed file stops the batch and changes nothing
         adjustments = read_adjustments(out)
         submitted = class_times(folder, times)
-    except (AdjustmentsError, TimesError) as error:
+        students = Roster.load(roster, roster_key) if roster else None
+        private_folder(cache) if cache else private_cache_dir()   # a cache others could write: refused, none read
+    except (AdjustmentsError, TimesError, UnsafeFolder) as error:
         raise ConfigError(f"{error}; nothing was graded or changed") from None
+    except (OSError, UnicodeDecodeError, csv.Error, ValueError) as error:
+        raise ConfigError(f"the roster {roster} cannot be read ({str(error)[:200]}); nothing was graded or "
+                          "changed") from None
     submissions = discover(folder, assignment.submission_filename,
                            assignment.max_submission_bytes, exclude=out)
     if not submissions:   # nothing to grade: write nothing (a header-only grades.csv beside old records would lie)
@@ -164,7 +175,7 @@ def grade_folder(assignment: Assignment, folder: Path, out: Path, workers: int |
                 progress.stage("Warming up")
                 runnable = sum(1 for s in pending if not s.problem)
                 sampler = runnable >= assignment.method_sampler_min_submissions   # its compiling pays back over a class
-                prepare_next = sampler and variant_seed is None
+                prepare_next = sampler and variant_seed is None and named_variant_seed() is None   # else: one world
                 stop_tokenising = threading.Event()
                 try:
                     with warmed_up(assignment, seeds, progress.note, cache, steps=progress.note,
@@ -197,7 +208,7 @@ def grade_folder(assignment: Assignment, folder: Path, out: Path, workers: int |
             progress.note(note)
     # The gradebook first: grades.csv and the LMS files (OUT/gradescope/<id>.json, OUT/final_grades.csv for otter,
     # OUT/canvas.csv with a roster) as soon as the last record is in, never held back by the similarity report
-    result.warnings = files.gradebook(result.records, Roster.load(roster) if roster else None)
+    result.warnings = files.gradebook(result.records, students)
     # The instructor's similarity report (OUT/similarity/ holds each submission's code and values for it)
     ensure_sidecars(out, submissions)
     options = similarity or SimilarityOptions()
@@ -220,6 +231,8 @@ def grade_folder(assignment: Assignment, folder: Path, out: Path, workers: int |
 def _drawn_seed(assignment: Assignment, cache: Path | None) -> int:
     """A fresh variant seed for this batch: one drawn ahead by an earlier batch when there is one (seed_stock.py),
     else drawn now; the stock is refilled in the background for the next batch."""
+    if named_variant_seed() is not None:   # $GRADER_VARIANT_SEED: one world for every batch, no stock drawn
+        return fresh_variant_seed(assignment)
     stock = SeedStock(WarmState(assignment, cache).folder, lambda seed: is_suitable(assignment, seed))
     seed = stock.take()
     if seed is None:

@@ -38,7 +38,8 @@ from typing import Any
 
 from grader.authoring.starter import public_code
 from grader.common.environment import environment
-from grader.common.user_cache import user_cache_dir
+from grader.common.private_folder import private_folder
+from grader.common.user_cache import private_cache_dir
 from grader.config.assignment import Assignment, ConfigError, load
 from grader.grading.grade import error_record, grade_one
 from grader.grading.warm_up import WarmUp, warmed_up
@@ -180,9 +181,7 @@ def unpack(package: Package) -> Assignment:
 
 
 def _unpack_folder() -> Path:
-    folder = user_cache_dir() / "cluster"
-    folder.mkdir(parents=True, exist_ok=True)
-    return folder
+    return private_folder(private_cache_dir() / "cluster")
 
 
 def _worker_name() -> str:

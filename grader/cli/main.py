@@ -27,9 +27,11 @@ from grader.cli.trial import trial_grading
 from grader.cli.worlds import add_worlds_arguments, worlds_command
 from grader.common.jax_range import unsupported as unsupported_jax
 from grader.common.last_results import remember as remember_results
+from grader.common.private_folder import UnsafeFolder
 from grader.common.safe_text import visible_terminal
-from grader.common.user_cache import CACHE_DIR_ENV, use_cache_dir
+from grader.common.user_cache import CACHE_DIR_ENV, private_cache_dir, use_cache_dir
 from grader.config.assignment import ConfigError, available, every_problem, find_root, load
+from grader.lms.canvas import DEFAULT_ROSTER_KEY, ROSTER_KEYS
 from grader.model.verdicts import grader_fault
 from grader.outputs.summary import summary_table
 from grader.sandbox.isolation import WEAK_OPTION_HELP, WeakIsolation, isolation_for_command
@@ -62,6 +64,10 @@ def _main(argv: list[str] | None = None) -> int:
                                 "[assignment] all_scenarios = true does the same)")
     grade_cmd.add_argument("--variant-seed", type=int, default=None, help="fix the variant scenario's seed (default: random)")
     grade_cmd.add_argument("--roster", type=Path, help="a Canvas gradebook export (CSV) whose students fill canvas.csv")
+    grade_cmd.add_argument("--roster-key", choices=ROSTER_KEYS, default=DEFAULT_ROSTER_KEY, metavar="FIELD",
+                           help=f"the --roster column a submission not named by Canvas's download (a plain id such as alice) is matched "
+                           f"against: {', '.join(repr(k) for k in ROSTER_KEYS)} (default: {DEFAULT_ROSTER_KEY!r}); a "
+                           "download name (<name>_<userid>_<subid>_<file>) matches by its Canvas user id")
     grade_cmd.add_argument("--times", type=Path, metavar="FILE", help="when each was submitted, for the [late] policy "
                            "of assignment.toml: a CSV with the columns submission (id, folder name or Canvas user id) "
                            "and submitted_at (ISO 8601 with offset), or a Gradescope export's submission_metadata.yml "
@@ -121,6 +127,12 @@ def _main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if getattr(args, "cache_dir", None):
         use_cache_dir(args.cache_dir)     # for this command and every command it starts
+    if args.command in CACHE_COMMANDS:    # a cache another user could write is refused before anything is read
+        try:
+            private_cache_dir()
+        except UnsafeFolder as error:
+            print(f"grader: {error}", file=sys.stderr)
+            return 2
     if args.command == "new":
         return _new(args)
     if args.command in ("adjust", "explain"):
@@ -193,6 +205,7 @@ ASSIGNMENT_HELP = ("assignment id, or the path of its folder assignments/<id>/ "
 ROOT_HELP = "project root holding assignments/ (default: found from the current folder)"
 CACHE_HELP = (f"folder for the warm state kept between commands: reference facts, compiled programs (default: "
               f"${CACHE_DIR_ENV} when set, else the user's cache folder, ~/.cache/jax-course-grader)")
+CACHE_COMMANDS = ("grade", "check", "validate", "worlds", "build")   # the commands that read or write the warm state
 NAMED_BY = {"grade": "--assignment ID", "check": "--assignment ID", "build": "`grader build ID`",
             "validate": "`grader validate ID`", "similar": "--assignment ID", "worlds": "`grader worlds ID`"}
 
@@ -312,7 +325,7 @@ def _grade(assignment, args) -> int:
     try:
         result = grade_folder(assignment, folder, out, args.workers, args.regrade, args.variant_seed,
                               roster=args.roster, similarity=options_from(args), scheduler=args.scheduler,
-                              times=args.times)
+                              times=args.times, roster_key=args.roster_key)
     except ConfigError as error:
         print(f"grader: {error}", file=sys.stderr)
         return 2

@@ -9,6 +9,7 @@ Nothing here grades or runs student code; it reads the results folder and sends 
 from __future__ import annotations
 
 import argparse
+import csv
 import os
 import re
 import sys
@@ -17,7 +18,7 @@ from pathlib import Path
 from grader.cli.adjust import resolved_out
 from grader.common.safe_text import visible
 from grader.intake.discovery import safe_filename
-from grader.lms.canvas import Roster
+from grader.lms.canvas import DEFAULT_ROSTER_KEY, ROSTER_KEYS, Roster
 from grader.lms.canvas_api import CanvasAuthError, CanvasClient, CanvasError, address_problem
 from grader.outputs.adjustments_file import AdjustmentsError, read
 from grader.outputs.release import (
@@ -44,7 +45,8 @@ checks' feedback, hidden checks only as passed or not, never review flags, expla
 field kept for the instructor), OUT/adjustments.toml, and OUT/{FOLDER}/{LEDGER}.
 
 Who is who: the Canvas user id in the file name Canvas's "Download submissions" gave (<name>_<userid>_<subid>_<file>),
-else the student of --roster (Canvas's gradebook export) the record matches. A record with neither, one held for
+else the student of --roster (Canvas's gradebook export) whose --roster-key field (default: the SIS Login ID) is the
+record's id, as in `grader grade`'s canvas.csv. A record with neither, two records of one Canvas user, one held for
 your review, one whose adjustments are not applied yet, one the grader could not grade, and a page holding any text
 its record keeps for the instructor are listed, never sent.
 
@@ -78,6 +80,9 @@ def add_release_command(commands) -> None:
                          f"upload here (default without --canvas-url: OUT/{FOLDER}/{BULK})")
     release.add_argument("--roster", type=Path, metavar="CANVAS.csv", help="Canvas's gradebook export: finds the "
                          "Canvas user of a record whose file name is not a Canvas download name")
+    release.add_argument("--roster-key", choices=ROSTER_KEYS, default=DEFAULT_ROSTER_KEY, metavar="FIELD",
+                         help=f"the --roster column such a record's id is matched against, as `grader grade --roster-key` "
+                         f"does: {', '.join(repr(k) for k in ROSTER_KEYS)} (default: {DEFAULT_ROSTER_KEY!r})")
     release.add_argument("--dry-run", action="store_true", help="list what would be sent or written; send and write nothing")
     release.add_argument("--all", action="store_true", help="send every page again, also those released unchanged")
     release.add_argument("--gradescope", action="store_true", help="the class is on Gradescope: say so and do nothing")
@@ -96,8 +101,8 @@ def release_command(args) -> int:
         return 2
     try:
         adjustments = read(args.out)
-        roster = Roster.load(args.roster) if args.roster else None
-    except (AdjustmentsError, OSError, UnicodeDecodeError) as error:
+        roster = Roster.load(args.roster, args.roster_key) if args.roster else None
+    except (AdjustmentsError, OSError, UnicodeDecodeError, csv.Error) as error:
         print(f"grader: {visible(str(error))}; nothing was released", file=sys.stderr)
         return 2
     found = candidates(args.out, adjustments, roster)

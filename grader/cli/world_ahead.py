@@ -16,7 +16,7 @@ is built for the next large batch), only where compiled programs can be kept, an
 set to 0 (the test suite sets it: its batches must not leave work running after them). Nothing here can fail a
 batch: a preparation that cannot start, or fails, leaves the next batch to build its world itself, as before.
 
-    python -m grader.cli.world_ahead --root ROOT --assignment ID --cache FOLDER [--sampler]
+    python -P -m grader.cli.world_ahead --root ROOT --assignment ID --cache FOLDER [--sampler]
 """
 
 from __future__ import annotations
@@ -28,8 +28,8 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-import grader
 from grader.authoring.starter import public_code
+from grader.common.trusted_start import python_module, trusted_environment
 from grader.config.assignment import Assignment, load
 from grader.grading.seed_stock import SeedStock
 from grader.grading.warm_state import WarmState, fresh_scenarios
@@ -65,16 +65,17 @@ def start(assignment: Assignment, cache: Path | None, with_sampler: bool) -> Pre
     state = WarmState(assignment, cache, public_code(assignment, with_sampler))
     if not state.compiled:
         return None
-    argv = [sys.executable, "-m", "grader.cli.world_ahead", "--root", str(assignment.root),
-            "--assignment", assignment.id, "--cache", str(state.cache)]
+    argv = python_module("grader.cli.world_ahead", "--root", str(assignment.root.resolve()),
+                         "--assignment", assignment.id, "--cache", str(state.cache))
     if with_sampler:
         argv.append("--sampler")
-    package_parent = str(Path(grader.__file__).resolve().parent.parent)
-    environment = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [package_parent,
-                                                                             os.environ.get("PYTHONPATH")]))}
+    # Trusted code, so it starts clean (common/trusted_start.py): no working folder on sys.path (the instructor may
+    # grade from inside the submissions folder, where a student's argparse.py waits), in the cache folder (the
+    # grader's own, 0700), with no credential in its environment.
     try:
         process = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                   stderr=subprocess.DEVNULL, start_new_session=True, close_fds=True, env=environment)
+                                   stderr=subprocess.DEVNULL, start_new_session=True, close_fds=True,
+                                   env=trusted_environment(), cwd=state.cache)
     except OSError:
         return None
     return Preparation(process)

@@ -7,7 +7,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from grader.common.files import atomic_write
-from grader.common.user_cache import user_cache_dir
+from grader.common.private_folder import UnsafeFolder
+from grader.common.user_cache import private_cache_dir
 
 NAME = "last-results.txt"
 RECORDS = ".grader-results"   # the marker `grader grade` leaves in every results folder it writes
@@ -16,10 +17,8 @@ RECORDS = ".grader-results"   # the marker `grader grade` leaves in every result
 def remember(out: Path) -> None:
     """Called by `grader grade` once its results folder is written; a failure to remember costs nothing."""
     try:
-        folder = user_cache_dir()
-        folder.mkdir(parents=True, exist_ok=True)
-        atomic_write(folder / NAME, str(Path(out).resolve()) + "\n")
-    except OSError:
+        atomic_write(private_cache_dir() / NAME, str(Path(out).resolve()) + "\n")
+    except (OSError, UnsafeFolder):
         pass
 
 
@@ -27,9 +26,9 @@ def results_folder(given: Path | None) -> tuple[Path | None, str]:
     """(the results folder to read, why that one), or (None, what to do) when there is none to read."""
     if given is not None:
         return given, "given with --out"
-    try:
-        last = Path((user_cache_dir() / NAME).read_text().strip())
-    except (OSError, ValueError):
+    try:   # a cache others could write is not read: it could name their folder
+        last = Path((private_cache_dir() / NAME).read_text().strip())
+    except (OSError, ValueError, UnsafeFolder):
         last = None
     if last is not None and (last / RECORDS).exists():
         return last, "the last `grader grade` wrote it; --out reads another"

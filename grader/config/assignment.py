@@ -55,6 +55,9 @@ class CheckSpec:
     differs_by: str = ""          # the difference between the worlds that can make it fail in one world only: the
                                   # key of the scenario's `hints` whose sentence its failure there gets (none: no hint)
     replay: str = ""              # in the primary run (where it is not listed), judged on this replay of that run
+    judged_in_replays: tuple[str, ...] = ()   # also judged on each of these replays of every run it is judged in,
+                                              # its lowest score counting: a branch is judged in every world it has,
+                                              # not only in the one the batch drew
 
 
 @dataclass(frozen=True)
@@ -269,7 +272,8 @@ def load(assignment_id: str | None = None, root: Path | None = None) -> Assignme
                         needs=tuple(contract if c.get("needs") == ["*"] else c.get("needs", ())),
                         title=str(c.get("title", c["id"])), failure_note=str(c.get("failure_note", "")),
                         method=c.get("method") is True, differs_by=str(c.get("differs_by", "")),
-                        replay=str(c.get("replay", "")))
+                        replay=str(c.get("replay", "")),
+                        judged_in_replays=tuple(c.get("judged_in_replays", ())))
               for c in config.get("checks", [])]
     scenarios = {name: Scenario(name=name, description=s.get("description", name), setup=tuple(s.get("setup", ())),
                                 fresh_seed=bool(s.get("fresh_seed", False)), failure_hint=s.get("failure_hint", ""),

@@ -10,12 +10,15 @@ Without the table there is no policy. A day is charged for every started 24 hour
 the grace is one day, exactly 24 hours after it still one, a second more two. The policy is applied as the results
 are written (grader/lms/late.py, grader/outputs/adjustments.py), never while grading: it is left out of the
 assignment's fingerprint, so changing it re-grades nobody.
+
+Every time the arithmetic meets (the due date here, each submission time in grader/lms/late.py) lies a day inside the
+range a datetime holds in UTC (`in_range`), and the grace is at most MAX_GRACE_MINUTES, so no subtraction, no
+conversion to another offset and no timedelta can overflow: a time outside is refused where it is read, naming it.
 """
 
 from __future__ import annotations
 
 import datetime
-import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -26,6 +29,10 @@ TARGET = "late"        # `grader adjust STUDENT late ...`: the late penalty, so 
 KEYS = ("due", "grace_minutes", "penalty_per_day", "max_penalty")
 EXAMPLE = '"2026-12-10T23:59:00-05:00"'
 DAY = datetime.timedelta(days=1)
+MAX_GRACE_MINUTES = 366 * 24 * 60    # a year's grace: more is no late policy, and far below what a timedelta holds
+EARLIEST = datetime.datetime.min.replace(tzinfo=datetime.UTC) + DAY   # a day inside datetime's range, so a time
+LATEST = datetime.datetime.max.replace(tzinfo=datetime.UTC) - DAY     # shown in any offset (< 24 h) is one too
+RANGE = f"{EARLIEST.date().isoformat()} to {LATEST.date().isoformat()} in UTC"
 
 
 @dataclass(frozen=True)
@@ -61,6 +68,12 @@ def parse_time(value: Any) -> datetime.datetime | None:
     return None
 
 
+def in_range(at: datetime.datetime) -> bool:
+    """Whether an aware time is one the late arithmetic can compute with (comparing never overflows; converting a
+    time past datetime's last UTC instant does)."""
+    return EARLIEST <= at <= LATEST
+
+
 def late_problems(config: dict[str, Any]) -> list[str]:
     """Problems of `[late]` (none when the table is absent)."""
     table = config.get(TABLE)
@@ -72,16 +85,21 @@ def late_problems(config: dict[str, Any]) -> list[str]:
     if not isinstance(table, dict):
         return problems + ["late must be a table [late] (due, grace_minutes, penalty_per_day, max_penalty)"]
     problems += unknown_keys(table, KEYS, "[late]")
+    due = parse_time(table.get("due"))
     if "due" not in table:
         problems.append(f"[late] due is missing: add due = {EXAMPLE} (ISO 8601, with the time zone's offset)")
-    elif parse_time(table["due"]) is None:
+    elif due is None:
         why = ("has no time zone offset, so it names no single instant"
                if _local_time(table["due"]) else "is not an ISO 8601 date and time")
         problems.append(f"[late] due = {str(table['due'])!r} {why}: write it with its offset, e.g. due = {EXAMPLE} "
                         '(or "...Z" for UTC)')
+    elif not in_range(due):
+        problems.append(f"[late] due = {str(table['due'])!r} is outside the times the grader can compute with "
+                        f"({RANGE}): write the real due date, e.g. due = {EXAMPLE}")
     grace = table.get("grace_minutes", 0)
-    if not (is_number(grace) and math.isfinite(grace) and grace >= 0):
-        problems.append(f"[late] grace_minutes = {grace!r}: must be a number of minutes >= 0, e.g. grace_minutes = 15")
+    if not (is_number(grace) and 0 <= grace <= MAX_GRACE_MINUTES):   # NaN and infinities fail the comparison
+        problems.append(f"[late] grace_minutes = {grace!r}: must be a number of minutes >= 0 and at most "
+                        f"{MAX_GRACE_MINUTES} (366 days), e.g. grace_minutes = 15")
     for key, example in (("penalty_per_day", "0.1 (10% of the points a day)"), ("max_penalty", "0.5 (at most half)")):
         value = table.get(key, 0)
         if not (is_number(value) and 0 <= value <= 1):

@@ -70,4 +70,15 @@ def replay_problems(replays: object, checks: list, scenarios: dict, contract: li
     for check in checks:
         if isinstance(check, dict) and "replay" in check and check["replay"] not in replays:
             problems.append(f"[[checks]] {check.get('id')}: replay = {check['replay']!r}: no [replays.{check['replay']}]")
+        named = check.get("judged_in_replays", []) if isinstance(check, dict) else []
+        if not is_string_list(named):
+            problems.append(f"[[checks]] {check.get('id')}: judged_in_replays must be a list of [replays] names")
+            continue
+        for name in named:
+            if name not in replays:
+                problems.append(f"[[checks]] {check.get('id')}: judged_in_replays lists {name!r}: no [replays.{name}]")
+            elif isinstance(replays[name], dict) and isinstance(check.get("scenarios"), list) and \
+                    not set(check["scenarios"]) & set(replays[name].get("scenarios", [])):
+                problems.append(f"[[checks]] {check.get('id')}: judged_in_replays lists {name!r}, which runs in none of "
+                                "its scenarios")
     return problems

@@ -52,7 +52,7 @@ ASSIGNMENT_KEYS = {"id": "", "title": "", "solution": "solutions/<id>.py (the re
 ASSIGNMENT_REQUIRED = ("solution", "max_submission_bytes", "contract", "seed_parameter")
 GROUP_KEYS = ("points", "title")
 CHECK_KEYS = ("id", "title", "group", "points", "visibility", "scenarios", "function", "needs", "failure_note", "method",
-              "differs_by", "replay")
+              "differs_by", "replay", "judged_in_replays")
 CHECK_REQUIRED = ("id", "group", "points", "function")
 REPORT_KEYS = ("figure",)
 LMS_KEYS = ("canvas_assignment_id", "canvas_assignment_name", "otter", "allow_weak_isolation")

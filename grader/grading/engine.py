@@ -35,7 +35,7 @@ from grader.config.assignment import Assignment, CheckSpec, Scenario
 from grader.grading.check_budget import RECORD_LOCK, Budget
 from grader.grading.explanations import read_values, recording_settings, scenario_explanation
 from grader.grading.faults import errors_only_in, grader_faults, reported_faults  # noqa: F401 -- imported from here too
-from grader.grading.run_view import RunView, replay_view
+from grader.grading.run_view import RunView, replay_raised, replay_view
 from grader.intake.regions import RegionLines, region_lines
 from grader.model.limits import Limits
 from grader.model.verdicts import INSTRUCTOR_TOLD_CHECK, RUN_DESCRIPTION_PREFIX, passed
@@ -212,6 +212,9 @@ def run_checks(assignment: Assignment, snapshots: dict[str, Snapshot], oracles: 
                     else:
                         charged[scenario] = bug
                         feedback = _charged_feedback(spec, bug, on_reference is not None)
+                if spec.judged_in_replays and not overrun and bug is None and scenario in views:
+                    fraction, feedback = _judged_in_replays(assignment, spec, function, views[scenario],
+                                                            oracles[scenario], fraction, feedback)
                 outcomes.append((scenario, fraction, feedback))
                 explained[scenario] = scenario_explanation(fraction, feedback, read_values(spec.needs, view),
                                                            view.details, view.seed, view.settings_read,
@@ -219,6 +222,33 @@ def run_checks(assignment: Assignment, snapshots: dict[str, Snapshot], oracles: 
             results.append(_combine(assignment, spec, outcomes, snapshots, bugs, charged))
             results[-1].explanation = explained
     return results
+
+
+def _judged_in_replays(assignment: Assignment, spec: CheckSpec, function, view: RunView, oracle: Any,
+                       fraction: float, feedback: str) -> tuple[float, str]:
+    """The check's verdict on the run and on each replay it names of that run: the lowest counts, with its feedback
+    (a branch of the file's code is judged in every world the replays give it, not only in the one this run drew).
+    A replay whose statements raised fails the check with what they raised; one that could not start says
+    nothing (the run's own verdict stands)."""
+    worst = (fraction, feedback)
+    for name in spec.judged_in_replays:
+        description = assignment.replays[name].description if name in assignment.replays else name
+        raised = replay_raised(view, name)
+        replayed = replay_view(view, name)
+        if raised is not None:
+            outcome = (0.0, f"Run again with {description}, your code raised {raised}: the branch it takes there "
+                            "must work too.")
+        elif replayed is None:
+            continue
+        else:
+            try:
+                got, text = evaluate(function, spec, replayed, oracle, assignment.settings)
+            except CheckBug:   # the check cannot judge this replay: the run's own verdict stands
+                continue
+            outcome = (got, text if got >= 1.0 else f"Run again with {description}: {text}")
+        if outcome[0] < worst[0]:
+            worst = outcome
+    return worst
 
 
 def _undecided(spec: CheckSpec, scenario: str) -> CheckResult:

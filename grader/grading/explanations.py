@@ -23,6 +23,7 @@ import numpy as np
 
 from grader.api.comparisons import recorded_dicts
 from grader.common.text import clip
+from grader.model.job import without_run_tags
 
 MAX_DETAILS = 24
 MAX_TEXT = 400
@@ -97,7 +98,7 @@ def scenario_explanation(fraction: float, feedback: str, values: dict[str, Any],
     """One check in one world: its fraction, its feedback there, the student's values it read, the settings (tolerances,
     parameters) it read with their units (`units`: the assignment's [units] table), every comparison it made
     (grader.api.comparisons), the check's details."""
-    entry: dict[str, Any] = {"score_fraction": round(float(fraction), 6), "feedback": clip(feedback, 2000),
+    entry: dict[str, Any] = {"score_fraction": round(float(fraction), 6), "feedback": clip(without_run_tags(feedback), 2000),
                              "values": {name: summary(value) for name, value in values.items()}, "seed": seed}
     if settings:
         entry["settings"] = plain_details(settings)

@@ -30,9 +30,10 @@ from grader.grading.record_limits import (
     bounded_output,
     capped_texts,
     fit,
+    shown_output,
 )
 from grader.grading.reference_runs import reference_runs
-from grader.grading.run_plan import RunPlan, held_for_review, reasons_for_more_runs
+from grader.grading.run_plan import RunPlan, held_for_flags, held_for_review, merged_holds, reasons_for_more_runs
 from grader.grading.unfinished import unfinished_cause
 from grader.intake.discovery import Submission
 from grader.intake.introspection import review_flags
@@ -93,7 +94,9 @@ def grade(assignment: Assignment, submission: Submission, facts: dict, variant_s
         record["check_errors"] = bounded_errors({c.id: c.grader_error for c in checks if c.grader_error})
         record["unscored_checks"] = [check_record(c) for c in checks]   # the instructor's: what the checks found
         return record
-    held = held_for_review(checks, snapshots)
+    flags = review_flags(submission.source, submission.cells)   # read from the file, never from the run
+    held = merged_holds(held_for_review(checks, snapshots),
+                        held_for_flags(checks, {spec.id for spec in assignment.checks if spec.method}, flags))
     as_written = snapshots.get("baseline")                  # the file as written, when that run was needed
     baseline = as_written or next(iter(snapshots.values()))   # else the one run, which went through cleanly
     notes = unfinished_message(exercises) + list(submission.notes)   # what is still TODO explains what follows
@@ -116,7 +119,7 @@ def grade(assignment: Assignment, submission: Submission, facts: dict, variant_s
     record["runs_why"] = plan.record_text(assignment)
     if held:
         record["review_hold"] = held
-    if flags := review_flags(submission.source, submission.cells):   # read from the file, never from the run
+    if flags:
         record["review_flags"] = flags
     if broken:
         record["check_errors"] = bounded_errors(broken)   # for the instructor: check id -> where it raised, and why it was charged
@@ -287,6 +290,7 @@ def _output(snapshot: Snapshot) -> OutputExcerpt:
     sandbox_kept = len(snapshot.output_head.encode()) + len(snapshot.output_tail.encode())
     head, tail = bounded_output(snapshot.output_head, snapshot.output_tail, snapshot.output_bytes > sandbox_kept)
     kept = len(head.encode()) + len(tail.encode())
+    head, tail = shown_output(head, tail)
     return {"head": head, "tail": tail, "bytes": snapshot.output_bytes,
             "omitted_bytes": max(0, snapshot.output_bytes - kept)}
 

@@ -15,6 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 from grader.common.text import cut
+from grader.model.job import without_run_tags
 
 FEEDBACK_CHARS = 4_000       # one check's feedback (an honest one is a few hundred)
 MESSAGE_CHARS = 1_000        # one submission-level message
@@ -25,12 +26,15 @@ FIGURE_BYTES = 64 * 1024     # one run's figure data as JSON (the lesson's is ab
 RECORD_BYTES = 256 * 1024    # what a record (and each page of it) stays under, whatever its run sent
 
 
+# Every text a student reads passes through bounded_feedback, bounded_messages or shown_output, which also take each
+# run's tag folder out of the file names it shows (model/job.py: the tag proves nothing, and a student never sees it).
+
 def bounded_feedback(text: str) -> str:
-    return cut(text, FEEDBACK_CHARS)
+    return cut(without_run_tags(text), FEEDBACK_CHARS)
 
 
 def bounded_messages(messages: list[str]) -> list[str]:
-    kept = [cut(message, MESSAGE_CHARS) for message in messages[:MESSAGES]]
+    kept = [cut(without_run_tags(message), MESSAGE_CHARS) for message in messages[:MESSAGES]]
     if len(messages) > MESSAGES:
         kept.append(f"… and {len(messages) - MESSAGES} more messages, cut.")
     return kept
@@ -38,13 +42,19 @@ def bounded_messages(messages: list[str]) -> list[str]:
 
 def bounded_output(head: str, tail: str, omitted: bool) -> tuple[str, str]:
     """The first and the last OUTPUT_CHARS characters of what the run printed (`head` and `tail` as the sandbox kept
-    them; `omitted`: it dropped a middle already). What is dropped is counted by the caller."""
+    them; `omitted`: it dropped a middle already). What is dropped is counted by the caller, before the tag folders
+    are taken out of the texts (`shown_output`)."""
     if omitted:
         return head[:OUTPUT_CHARS], tail[-OUTPUT_CHARS:]
     whole = head + tail
     if len(whole) <= 2 * OUTPUT_CHARS:
         return whole[:OUTPUT_CHARS], whole[OUTPUT_CHARS:]
     return whole[:OUTPUT_CHARS], whole[-OUTPUT_CHARS:]
+
+
+def shown_output(head: str, tail: str) -> tuple[str, str]:
+    """The kept head and tail as a student reads them: without the run's tag folders."""
+    return without_run_tags(head), without_run_tags(tail)
 
 
 def fit(record: dict[str, Any], encoded_size: Callable[[dict[str, Any]], int]) -> None:

@@ -13,9 +13,9 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from grader.grading.faults import errors_only_in
-from grader.model.record import ReviewHold
+from grader.model.record import ReviewHold, hold_reason
 from grader.runs.places import failure_place
-from grader.runs.snapshot import Snapshot
+from grader.runs.snapshot import Snapshot, where
 
 if TYPE_CHECKING:
     from grader.config.assignment import Assignment
@@ -75,6 +75,50 @@ def reasons_for_more_runs(checks: list[CheckResult], snapshot: Snapshot) -> list
     return reasons
 
 
+def held_for_flags(checks: list[CheckResult], methods: set[str], flags: list[str]) -> ReviewHold | None:
+    """A file whose text reads the grader's internals (review flags: JAX's rule tables, closures, frames) can read the
+    hidden changes themselves, and then no value shows how it computed what it reports. The method checks it passed
+    (`methods`) are held for the instructor with the flags as evidence: no points until they decide (what each had
+    scored is kept in the hold, to restore with `grader adjust`)."""
+    held = [c for c in checks if c.id in methods and c.score > 0]
+    if not flags or not held:
+        return None
+    evidence = "; ".join(flags[:3]) + (f"; and {len(flags) - 3} more" if len(flags) > 3 else "")
+    credited = {c.id: c.score for c in held}
+    for check in held:
+        check.score = 0.0
+        check.feedback = ("Held for your instructor's review (no points until they decide): your file's text reaches "
+                          "into JAX's internals or introspects frames, closures or objects it did not make, where the "
+                          "grader's hidden changes live, so no value can show how this was computed. Your instructor "
+                          "will look at it (the places are listed for them).\n" + check.feedback)
+    return {"scenario": "", "statement": evidence, "checks": [c.id for c in held], "credited": credited,
+            "why": f"the file reads the grader's or JAX's internals ({evidence}), so no value can show its methods"}
+
+
+def merged_holds(first: ReviewHold | None, second: ReviewHold | None) -> ReviewHold | None:
+    """One hold of a record from two (a statement that raised in one run only, and review flags)."""
+    if first is None or second is None:
+        return first or second
+    merged: ReviewHold = {**first, "checks": list(dict.fromkeys([*first["checks"], *second["checks"]])),
+                          "why": f"{hold_reason(first)}; and {hold_reason(second)}"}
+    if "credited" in second:
+        merged["credited"] = {**first.get("credited", {}), **second["credited"]}
+    return merged
+
+
+def _ended_only_in(scenario: str, snapshots: dict[str, Snapshot]) -> str:
+    """How the file ended itself early in `scenario` (sys.exit, os._exit) where it ran to its end as written: said as
+    a raise is ("line 12 called sys.exit"), else ''."""
+    run, written = snapshots[scenario], snapshots.get("baseline")
+    if scenario == "baseline" or written is None or written.ending != "completed":
+        return ""
+    if run.ending == "sys_exit":
+        return f"{where(run.exit_line, run.exit_cell) if run.exit_line else 'a statement'} called sys.exit"
+    if run.ending == "exited_early" and not run.memory_limit_hit:
+        return "the file ended its own process (os._exit or a signal)"
+    return ""
+
+
 def held_for_review(checks: list[CheckResult], snapshots: dict[str, Snapshot]) -> ReviewHold | None:
     """A statement of the file raised only in a run other than the file as written, and checks failed only there:
     the file's own assertion may be what the hidden changes broke (an honest file), or a file may raise on purpose
@@ -85,10 +129,14 @@ def held_for_review(checks: list[CheckResult], snapshots: dict[str, Snapshot]) -
     for scenario in snapshots:
         raised = [s for s in errors_only_in(scenario, snapshots) if not (s.error or {}).get("grader_fault")]
         held = [c for c in checks if c.fractions.get(scenario, 1.0) < 1.0 and c.fractions.get("baseline", 0.0) >= 1.0]
-        if not raised or not held:
+        ended = _ended_only_in(scenario, snapshots)   # sys.exit or os._exit: the file's own ending, as a raise is
+        if not (raised or ended) or not held:
             continue
-        first = raised[0]
-        statement = f"{failure_place(first)} raised {first.raised['type']}"
+        if raised:
+            first = raised[0]
+            statement = f"{failure_place(first)} raised {first.raised['type']}"
+        else:
+            statement = ended
         for check in held:
             check.feedback = (f"Held for your instructor's review (no points until they decide): {statement} only in "
                               f"the {scenario} run, under the grader's hidden changes, and this check passed in your "

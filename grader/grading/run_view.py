@@ -142,16 +142,24 @@ def replay_view(view: RunView, name: str) -> RunView | None:
     found = view.snapshot.replays.get(name)
     if not found or "values" not in found:
         return None
-    return ReplayView(view, found["values"])
+    return ReplayView(view, found["values"], name)
+
+
+def replay_raised(view: RunView, name: str) -> str | None:
+    """What the file's own statements raised when its replay `name` ran them again (a branch its code cannot take),
+    or None: the replay ran, or could not start for a reason of its own (nothing to judge it by)."""
+    found = view.snapshot.replays.get(name)
+    return str(found.get("problem")) if found and found.get("raised") else None
 
 
 class ReplayView(RunView):
-    """A run's view with the names its replay captured read from the replay."""
+    """A run's view with the names its replay captured read from the replay (`replay_name` says which)."""
 
-    def __init__(self, view: RunView, replayed: dict[str, Any]):   # the run's view as it is, no provenance rebuilt
+    def __init__(self, view: RunView, replayed: dict[str, Any], name: str = ""):   # no provenance rebuilt
         self.__dict__.update(vars(view))
         self.details, self.settings_read = {}, {}
         self.replayed = replayed
+        self.replay_name = name
 
     def value(self, name: str) -> Any:
         if name in self.replayed:

@@ -43,7 +43,8 @@ from typing import Any
 from grader.api.values import json_safe
 from grader.common.code_digest import grader_code_digest
 from grader.common.environment import environment
-from grader.common.user_cache import user_cache_dir
+from grader.common.private_folder import private_folder
+from grader.common.user_cache import private_cache_dir
 from grader.common.warm_store import Part, WarmStore, mark_used, prune_entries
 from grader.config.assignment import Assignment, ConfigError, Scenario
 from grader.grading.world_check import WorldVerdict, judge_world
@@ -121,7 +122,8 @@ class WarmState:
                  fact_source: str = ""):
         self.assignment = assignment
         self.fact_source = fact_source   # a student bundle's facts program (no solution there); "" = the solution
-        self.cache = Path(cache).absolute() if cache else user_cache_dir()
+        # the user's alone, or refused (UnsafeFolder) before anything in it is read: common/private_folder.py
+        self.cache = private_folder(Path(cache)) if cache else private_cache_dir()
         self.key = warm_key(assignment)
         self.store = WarmStore(self.cache / "warm" / f"{assignment.id}-{self.key}", self.key)
         self.public_source = public_source

@@ -3,8 +3,9 @@
 No counterfactual stops a file that reads the grader's secret changes themselves (the amounts live in JAX's rule
 tables and closures while a run lasts). Such a file is made visible instead: every place its source reaches there
 is listed, and the record carries the list as `review_flags` for the instructor (the report and `grader explain`
-show it). It is read from the file's text in the grader's process, never from anything the run reports, and it
-never changes a score: honest curiosity reads these too, and the instructor decides.
+show it). It is read from the file's text in the grader's process, never from anything the run reports. It never
+docks a score, and it never lets a method's credit stand unseen: the method checks such a file passed are held for
+the instructor's review (grading/run_plan.py `held_for_flags`), who decides, since honest curiosity reads these too.
 """
 
 from __future__ import annotations

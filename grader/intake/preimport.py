@@ -1,10 +1,11 @@
-"""JAX and XLA settings a file puts in `os.environ` before it imports JAX, which the grader's runs cannot honour.
+"""JAX and XLA settings a file puts in `os.environ` before it imports JAX.
 
 JAX reads `JAX_*` variables (`JAX_ENABLE_X64`, `JAX_PLATFORMS`, ...) and XLA reads `XLA_FLAGS` once, when it is
-imported. `python file.py` imports JAX after such a line, so there it takes effect; a grader's run has
-imported JAX before the file's first statement (the fork server preloads it, the harness records with it), so
-there it does not, and a file written for float64 runs in float32. The file is told so, plainly, with what to use
-instead; the setting itself is not applied (each run's JAX, precision and XLA flags are the grader's).
+imported. `python file.py` imports JAX after such a line, so there it takes effect. A grader's run has imported JAX
+before the file's first statement (the fork server preloads it), so the run applies the settings that change what a
+file computes (model/job.py IMPORT_SETTINGS: float64, matmul precision, promotion rules, ...) as the file's first
+import of JAX runs, as `python file.py` would; the others (XLA_FLAGS, the platform, caches) are the grader's, and the
+file is told so, plainly, with what to use instead.
 """
 
 from __future__ import annotations
@@ -12,12 +13,18 @@ from __future__ import annotations
 import ast
 
 from grader.intake.notebook import Cell, parsed_units
+from grader.model.job import IMPORT_SETTINGS
 
 PREFIXES = ("JAX_", "XLA_")
 
 
 def settings_before_import(source: str, cells: list[Cell] | None = None) -> list[str]:
-    """The JAX/XLA variable names the file sets in `os.environ` at the top level before its first JAX import."""
+    """The JAX/XLA variable names the file sets in `os.environ` at the top level before its first JAX import that a
+    run does not apply (IMPORT_SETTINGS are applied: `python file.py` and the run agree on them)."""
+    return [name for name in _set_before_import(source, cells) if name not in IMPORT_SETTINGS]
+
+
+def _set_before_import(source: str, cells: list[Cell] | None) -> list[str]:
     names: list[str] = []
     for _, tree in parsed_units(source, cells):
         if tree is None:
@@ -31,11 +38,10 @@ def settings_before_import(source: str, cells: list[Cell] | None = None) -> list
 
 def note(names: list[str]) -> str:
     listed = ", ".join(names)
-    x64 = (" For float64, call jax.config.update('jax_enable_x64', True) after importing JAX, which takes effect "
-           "in both." if "JAX_ENABLE_X64" in names else "")
-    return (f"Your file sets {listed} in os.environ before importing JAX. JAX reads these once, when it is imported, "
-            f"so they apply when you run the file yourself, but the grader's runs import JAX before your file starts: "
-            f"there they have no effect, and your file runs with the grader's settings (float32, the CPU).{x64}")
+    return (f"Your file sets {listed} in os.environ before importing JAX. JAX and XLA read these once, when they are "
+            f"imported, so they apply when you run the file yourself, but the grader's runs use their own platform, "
+            f"XLA flags and caches: there they have no effect (settings that change what your code computes, such as "
+            f"JAX_ENABLE_X64, are applied as in your own run).")
 
 
 def _imports_jax(statement: ast.stmt) -> bool:

@@ -80,7 +80,7 @@ fi
 "$VENV/bin/python" -m pip install --no-deps "$SOURCE"   # with otter's import hook: `otter run` here grades in the sandbox too
 
 # Measure the reference solution's version-dependent facts now, once, instead of for every submission.
-(cd / && "$VENV/bin/python" -m grader.lms.otter_plugin warm /autograder) \\
+(cd / && "$VENV/bin/python" -P -m grader.lms.otter_plugin warm /autograder) \\
     || echo "setup.sh: could not measure the reference facts now; each submission will measure them"
 
 # The solution and checks are root's alone: where the container refuses namespaces and the sandbox cannot

@@ -9,10 +9,16 @@ name.
 The rows. Canvas's "Download submissions" names each file `<name>_[LATE_]<user id>_<submission id>_<file>`
 (a resubmission adds `-1`, `-2` to the file). That is parsed into the student's name part, Canvas user id and
 late flag. With a roster (Canvas's own gradebook export: `Student`, `ID`, `SIS User ID`, `SIS Login ID`,
-`Section`), a submission matches the student whose `ID` is that user id, else whose `SIS Login ID`,
-`SIS User ID` or `ID` equals the submission id (submissions named by login). Every submission that matches
-no student, and every student without a submission, is listed in the warnings (printed by `grader grade` and
-kept in `canvas-warnings.txt`); a late submission says so in grades.csv and its record.
+`Section`), a download name matches the student whose `ID` is its user id; any other submission matches only the
+student whose roster field `key` (`--roster-key`: `SIS Login ID` by default, `SIS User ID` or `ID`) equals the
+submission id. A plain name is whatever whoever named the file chose, so it is read as that one field only: a file
+named after a classmate's Canvas id (`2001.py`) is no login and matches nobody. With a roster only its students get
+rows (a submission matching none gets no row, which Canvas could match by its id to whoever has it). One student
+never has two rows: when two or more submissions match one student (or, without a roster, one Canvas user id), none
+of their rows is written and the warnings name the student and the files, as `grader release` refuses to send
+either page. Every submission that matches no student, and every student without a submission, is listed in the
+warnings too (printed by `grader grade` and kept in `canvas-warnings.txt`); a late submission says so in grades.csv
+and its record.
 """
 
 from __future__ import annotations
@@ -29,7 +35,8 @@ from grader.model.verdicts import grader_fault
 
 STUDENT_COLUMNS = ("Student", "ID", "SIS User ID", "SIS Login ID", "Section")
 POINTS_POSSIBLE = "    Points Possible"     # as Canvas writes it in its own exports
-ROSTER_KEYS = ("SIS Login ID", "SIS User ID", "ID")
+ROSTER_KEYS = ("SIS Login ID", "SIS User ID", "ID")   # what `--roster-key` may name for a plain submission id
+DEFAULT_ROSTER_KEY = "SIS Login ID"     # the login: what a plain folder is named by, and never a classmate's Canvas id
 DOWNLOAD_NAME = re.compile(r"(?P<name>[^_/]+?)_(?P<late>LATE_)?(?P<user_id>\d+)_(?P<submission_id>\d+)_(?P<file>.+)")
 
 
@@ -62,45 +69,76 @@ def column_header(assignment) -> str:
 @dataclass
 class Roster:
     students: list[dict]
+    key: str = DEFAULT_ROSTER_KEY    # the field a plain submission id is matched against (one of ROSTER_KEYS)
+
+    def __post_init__(self) -> None:
+        if self.key not in ROSTER_KEYS:
+            raise ValueError(f"the roster key {self.key!r} is none of {', '.join(ROSTER_KEYS)}")
 
     @classmethod
-    def load(cls, path: Path) -> Roster:
+    def load(cls, path: Path, key: str = DEFAULT_ROSTER_KEY) -> Roster:
         with open(path, newline="", encoding="utf-8-sig") as stream:
             rows = list(csv.DictReader(stream))
         students = [{name: (row.get(name) or "").strip() for name in STUDENT_COLUMNS} for row in rows
                     if (row.get("Student") or "").strip() not in ("Points Possible", "")]
-        return cls(students)
+        return cls(students, key)
 
     def find(self, record: Record) -> dict | None:
+        """The student a record is: a Canvas download name's by its user id (Canvas made the name), any other by the
+        roster's `key` field alone (whoever named the file chose it: a classmate's other ids never match)."""
         download = parse_download_name(record.get("file", ""))
         if download is not None:
-            found = next((s for s in self.students if s["ID"] == download.user_id), None)
-            if found is not None:
-                return found
-        for key in ROSTER_KEYS:   # in order of preference: a login match wins over an id match
-            found = next((s for s in self.students if s[key] and s[key] == record["submission"]), None)
-            if found is not None:
-                return found
-        return None
+            return next((s for s in self.students if s["ID"] == download.user_id), None)
+        submission = str(record["submission"])
+        return next((s for s in self.students if s[self.key] and s[self.key] == submission), None)
+
+    def how(self, record: Record) -> str:
+        """How `find` looked for the record's student, in words."""
+        download = parse_download_name(record.get("file", ""))
+        if download is not None:
+            return f"by the Canvas user id {download.user_id} of its download name"
+        return f"by its {self.key} ({record['submission']!r}; --roster-key names the field)"
+
+
+def student_name(student: dict) -> str:
+    return f"{student.get('Student', '')} ({student.get('SIS Login ID') or student.get('ID') or '?'})"
 
 
 def canvas_rows(records: list[Record], roster: Roster | None) -> tuple[list[tuple[dict, Record]], list[str]]:
-    """(student, record) per row, and the warnings: submissions without a student, students without one."""
-    rows, warnings, matched = [], [], set()
+    """(student, record) per row, and the warnings: submissions without a student, students without one, and students
+    two or more submissions match (none of whose rows is written: one student, one row, and which is theirs is the
+    instructor's call). With a roster only its students get rows; without one, each row is the submission id as
+    SIS Login ID, with the Canvas user id of a download name as ID."""
+    warnings: list[str] = []
+    claims: dict[object, list[tuple[dict, Record]]] = {}
     for record in sorted(records, key=lambda r: r["submission"]):
-        student = roster.find(record) if roster else None
-        if student is None:
-            if roster is not None:
-                warnings.append(f"{record['file']}: matches no student of the roster; its row uses the submission id.")
-            download = parse_download_name(record.get("file", ""))
+        download = parse_download_name(record.get("file", ""))
+        if roster is not None:
+            student = roster.find(record)
+            if student is None:
+                warnings.append(f"{record['file']}: matches no student of the roster {roster.how(record)}: no row is "
+                                "written for it.")
+                continue
+            who: object = id(student)
+        else:
             student = {"Student": record["submission"], "SIS Login ID": record["submission"],
                        "ID": download.user_id if download else ""}
-        else:
-            matched.add(id(student))
-        rows.append((student, record))
+            who = ("ID", student["ID"]) if student["ID"] else ("SIS Login ID", student["SIS Login ID"])
+        claims.setdefault(who, []).append((student, record))
+    rows = []
+    for pairs in claims.values():
+        if len(pairs) == 1:
+            rows.append(pairs[0])
+            continue
+        student = pairs[0][0]
+        whom = student_name(student) if roster is not None else f"Canvas user {student['ID']}"
+        files = ", ".join(str(record["file"]) for _, record in pairs)
+        warnings.append(f"{whom}: {len(pairs)} submissions match this student ({files}): none of their rows is in "
+                        "canvas.csv; keep the one that is theirs in the submissions folder and run `grader grade` "
+                        "again, or enter their score in Canvas by hand.")
+    rows.sort(key=lambda row: row[1]["submission"])
     if roster is not None:
-        warnings += [f"{s['Student']} ({s['SIS Login ID'] or s['ID']}): no submission." for s in roster.students
-                     if id(s) not in matched]
+        warnings += [f"{student_name(s)}: no submission." for s in roster.students if id(s) not in claims]
     warnings += [f"{record['file']}: held for your review ({', '.join(held)}): its row is left empty until you decide "
                  "with `grader adjust`." for record in records if (held := held_checks(record))]
     return rows, warnings

@@ -12,6 +12,12 @@ Where a time comes from:
   penalty: the record is marked late with its time unknown, nothing is charged, and the instructor's warnings say
   how to give the times.
 
+A times file the policy cannot use raises TimesError naming the file and the line (or Gradescope's entry), which
+stops `grader grade` before anything is graded or written: a line without a submission or a time, a time that is
+not ISO 8601 with its offset or lies outside the range the arithmetic holds (config/late.py's `in_range`: a time past
+datetime's last UTC instant cannot be compared or shown), and a file that gives no time at all, which would otherwise
+charge no one while seeming to apply the policy.
+
 The penalty is taken off the total after the checks and the instructor's adjustments, never below 0, by `deduct`,
 which grader/outputs/adjustments.py's `apply` (every class file) and the otter runner (Gradescope) both call.
 """
@@ -26,7 +32,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from grader.config.late import LatePolicy, parse_time
+from grader.config.late import RANGE as TIME_RANGE
+from grader.config.late import LatePolicy, in_range, parse_time
 from grader.lms.canvas import parse_download_name
 from grader.lms.otter_csv import entry_name
 from grader.model.record import Autograde, LateEntry, Record
@@ -36,6 +43,8 @@ GRADESCOPE_EXPORT = "submission_metadata.yml"      # in a Gradescope export, bes
 GRADESCOPE_AUTOGRADER = "submission_metadata.json"  # in /autograder, for the submission being graded
 CANVAS_FLAG = "Canvas's download name (LATE, no time)"
 TIMES_COLUMNS = ("submission", "submitted_at")
+TIMES_EXAMPLE = "alice,2026-12-11T10:05:00-05:00"
+EXAMPLE_YAML = "`:created_at: 2026-12-11 10:05:00 -05:00`"
 
 
 class TimesError(ValueError):
@@ -49,7 +58,13 @@ class SubmittedAt:
 
 
 def lms_time(value: object) -> datetime.datetime | None:
-    """An aware time from ISO 8601 text, a YAML timestamp, or Gradescope's `2026-12-11 10:05:00.123456789 -08:00`."""
+    """An aware time from ISO 8601 text, a YAML timestamp, or Gradescope's `2026-12-11 10:05:00.123456789 -08:00`;
+    None for anything else, and for a time the late arithmetic cannot compute with (config/late.py's `in_range`)."""
+    found = _any_time(value)
+    return found if found is not None and in_range(found) else None
+
+
+def _any_time(value: object) -> datetime.datetime | None:
     found = parse_time(value)
     if found is not None or not isinstance(value, str):
         return found
@@ -60,54 +75,99 @@ def lms_time(value: object) -> datetime.datetime | None:
     return parse_time(f"{date}T{time}" + (f".{(fraction + '000000')[:6]}" if fraction else "") + offset)
 
 
+def _time_problem(value: object) -> str:
+    """Why `value` is not a submission time the policy can use, in a clause."""
+    if _any_time(value) is None:
+        return f"{_shown(value)} is not a time in ISO 8601 with its offset"
+    return f"{_shown(value)} is outside the times the grader can compute with ({TIME_RANGE})"
+
+
+def _shown(value: object) -> str:
+    text = str(value)
+    return repr(text if len(text) <= 60 else text[:60] + "...")
+
+
 def read_times(path: Path) -> dict[str, SubmittedAt]:
-    """A times file: a Gradescope export's metadata (.yml/.yaml) or the CSV `submission,submitted_at`."""
+    """A times file: a Gradescope export's metadata (.yml/.yaml) or the CSV `submission,submitted_at`. Raises
+    TimesError, naming the file and the line, for a file the policy cannot use: unreadable, a line without a usable
+    time, or no time at all (which would charge no one while seeming to apply the policy)."""
     path = Path(path)
     if path.suffix.lower() in (".yml", ".yaml"):
         return gradescope_export_times(path)
     try:
         with open(path, newline="", encoding="utf-8-sig") as stream:
-            rows = list(csv.reader(stream))
-    except (OSError, UnicodeDecodeError) as error:
-        raise TimesError(f"{path}: cannot be read ({error})") from None
-    header = [cell.strip().lower() for cell in (rows[0] if rows else [])]
+            reader = csv.reader(stream)
+            rows = [(reader.line_num, row) for row in reader]
+    except (OSError, UnicodeDecodeError, csv.Error) as error:
+        raise TimesError(f"{path}: cannot be read ({str(error)[:200]})") from None
+    header = [cell.strip().lower() for cell in (rows[0][1] if rows else [])]
     if any(column not in header for column in TIMES_COLUMNS):
         raise TimesError(f"{path}: the first line must name the columns {','.join(TIMES_COLUMNS)} (found "
                          f"{','.join(header) or 'nothing'})")
     who, when = header.index("submission"), header.index("submitted_at")
     times = {}
-    for number, row in enumerate(rows[1:], 2):
+    for number, row in rows[1:]:
         if not any(cell.strip() for cell in row):
             continue
         key = row[who].strip() if who < len(row) else ""
-        at = lms_time(row[when]) if when < len(row) else None
-        if not key or at is None:
+        value = row[when].strip() if when < len(row) else ""
+        at = lms_time(value)
+        if not key or not value:
             raise TimesError(f"{path}, line {number}: needs a submission and a time in ISO 8601 with its offset, "
-                             "e.g. alice,2026-12-11T10:05:00-05:00")
+                             f"e.g. {TIMES_EXAMPLE}")
+        if at is None:
+            raise TimesError(f"{path}, line {number}: {_time_problem(value)}; write the time the LMS gave, in "
+                             f"ISO 8601 with its offset, e.g. {TIMES_EXAMPLE}")
         times[key] = SubmittedAt(at, f"the times file {path.name}")
+    if not times:
+        raise TimesError(f"{path}, line {rows[0][0]}: the header names the columns, but no line after it gives a "
+                         f"submission's time, so the late policy would charge no one: add a line per submission "
+                         f"(e.g. {TIMES_EXAMPLE}), or leave out --times")
     return times
 
 
 def gradescope_export_times(path: Path) -> dict[str, SubmittedAt]:
-    """`submission_<id>` -> its `:created_at`, from a Gradescope export's submission_metadata.yml."""
+    """`submission_<id>` -> its `:created_at`, from a Gradescope export's submission_metadata.yml. Raises TimesError,
+    naming the file and the entry, for a file with no submission or an entry without a usable time."""
     try:
         import yaml  # type: ignore[import-untyped]   # otter-grader's dependency; no stubs installed
     except ImportError:
         raise TimesError(f"{path}: reading it needs PyYAML (pip install pyyaml), or give the times as a CSV with "
                          "--times") from None
-    try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, yaml.YAMLError) as error:
+    try:   # ValueError, OverflowError: a date YAML's timestamp rule reads and datetime refuses (month 13)
+        text = path.read_text(encoding="utf-8")
+        data = yaml.safe_load(text)
+    except (OSError, UnicodeDecodeError, yaml.YAMLError, ValueError, OverflowError) as error:
         raise TimesError(f"{path}: cannot be read as Gradescope's metadata ({str(error)[:200]})") from None
     if not isinstance(data, dict):
         raise TimesError(f"{path}: expected Gradescope's mapping of submission_<id> folders to their metadata")
+    if not data:
+        raise TimesError(f"{path}: lists no submission, so the late policy would charge no one: export the "
+                         "submissions from Gradescope again (its submission_metadata.yml maps each submission_<id> "
+                         "folder to its :created_at), or give the times another way with --times")
     times = {}
     for folder, meta in data.items():
-        if isinstance(meta, dict):
-            at = lms_time(meta.get(":created_at", meta.get("created_at")))
-            if at is not None:
-                times[str(folder)] = SubmittedAt(at, f"Gradescope's {path.name}")
+        value = meta.get(":created_at", meta.get("created_at")) if isinstance(meta, dict) else None
+        at = lms_time(value)
+        if at is None:
+            why = _time_problem(value) if value is not None else "has no :created_at"
+            raise TimesError(f"{path}, entry {folder} (line {_yaml_line(text, folder)}): {why}; export the "
+                             f"submissions from Gradescope again, or write its time as {EXAMPLE_YAML}")
+        times[str(folder)] = SubmittedAt(at, f"Gradescope's {path.name}")
     return times
+
+
+def _yaml_line(text: str, key: object) -> str:
+    """The line of `key` in the YAML mapping `text` ("?" when it cannot be found)."""
+    import yaml  # found by gradescope_export_times, the one caller
+    try:
+        node = yaml.compose(text, Loader=yaml.SafeLoader)
+        for key_node, _ in node.value if isinstance(node, yaml.MappingNode) else []:
+            if key_node.value == str(key):
+                return str(key_node.start_mark.line + 1)
+    except (yaml.YAMLError, ValueError, RecursionError):
+        pass
+    return "?"
 
 
 def autograder_time(autograder: Path) -> SubmittedAt | None:
@@ -201,7 +261,11 @@ def charged(record: Record, policy: LatePolicy | None, submitted: SubmittedAt | 
 
 def _when(text: str, zone: datetime.tzinfo | None = None) -> str:
     moment = datetime.datetime.fromisoformat(text)
-    return (moment.astimezone(zone) if zone else moment).isoformat(sep=" ", timespec="seconds")
+    try:   # a time read by this module is in range (lms_time); one written into a record by hand is shown as it is
+        moment = moment.astimezone(zone) if zone else moment
+    except OverflowError:
+        pass
+    return moment.isoformat(sep=" ", timespec="seconds")
 
 
 def late_sentence(entry: LateEntry) -> str:

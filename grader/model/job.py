@@ -3,10 +3,30 @@
 One constructor, `new_job`, used by the grader (`runs.jobs.make_job`) and the sandbox tests alike."""
 
 import base64
+import re
 from collections.abc import Iterable, Sequence
 from typing import Any, NotRequired, TypedDict
 
 from grader.model.limits import Limits
+
+# The folder a tagged run compiles the file's code under (`code_tag`; sandbox/child/tracebacks.py names it). The run
+# itself can read it (a traceback, a warning's file name, `__code__`), so it proves nothing about a method; it is
+# kept out of everything a student reads (`without_run_tags`), where it would only be noise.
+RUN_TAG_FOLDER = re.compile(r"/run-[0-9a-f]{16}/")
+
+
+# JAX settings a file may put in os.environ before it imports JAX, which `python file.py` then runs with: a run,
+# whose JAX the grader imported first, applies each such variable (jax.config.update) as the file's first import of
+# JAX runs (harness.apply_import_settings). The rest (XLA_FLAGS, platforms, caches: the grader's to set) are only
+# explained (intake/preimport.py).
+IMPORT_SETTINGS = ("JAX_ENABLE_X64", "JAX_DEFAULT_MATMUL_PRECISION", "JAX_NUMPY_RANK_PROMOTION",
+                   "JAX_NUMPY_DTYPE_PROMOTION", "JAX_DISABLE_JIT", "JAX_DEBUG_NANS", "JAX_DEBUG_INFS",
+                   "JAX_DEFAULT_PRNG_IMPL", "JAX_TRACEBACK_FILTERING")
+
+
+def without_run_tags(text: str) -> str:
+    """`text` with every run's tag folder taken out of the file names it shows (`/run-<tag>/x.py` -> `x.py`)."""
+    return RUN_TAG_FOLDER.sub("", text) if "/run-" in text else text
 
 
 class JobCell(TypedDict):
@@ -31,6 +51,7 @@ class Job(TypedDict):
     notebook: NotRequired[bool]
     replays: NotRequired[list[dict[str, Any]]]   # {name, replace, probe, capture}: run at the end (harness.run_replay)
     code_tag: NotRequired[str]             # secret per run: the file's code is compiled under a name holding it
+    import_settings: NotRequired[list[str]]   # JAX_* variables applied as the file first imports JAX (IMPORT_SETTINGS)
     # Added on the way in, by the sandbox (process.py, fork_server.py) or the compile-cache warm-up:
     compilation_cache_dir: NotRequired[str]
     seccomp: NotRequired[str | None]       # the syscall filter program, base64 (None: no filter available)
@@ -57,4 +78,5 @@ def new_job(source: str, filename: str, contract: Sequence[str], limits: Limits,
         "cpu_wait_allowance_seconds": limits.cpu_wait_allowance_seconds,
         "value_max_bytes": limits.value_max_bytes,
         "notebook": filename.lower().endswith(".ipynb"),
+        "import_settings": list(IMPORT_SETTINGS),
     }

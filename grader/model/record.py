@@ -97,9 +97,16 @@ class Autograde(TypedDict):
 
 
 class ReviewHold(TypedDict):
-    scenario: str          # the run where a statement of the file raised that the file as written passes
-    statement: str         # where, and what it raised
-    checks: list[str]      # the checks that failed only there: no points until the instructor decides
+    scenario: str          # the run where a statement of the file raised that the file as written passes ("" for a flag)
+    statement: str         # where, and what it raised (or what the file reads of the grader's internals)
+    checks: list[str]      # the checks held: no points until the instructor decides
+    why: NotRequired[str]  # the whole sentence, where the hold is not a statement that raised in one run only
+    credited: NotRequired[dict[str, float]]   # what each held check scored before it was held (a flag hold)
+
+
+def hold_reason(hold: ReviewHold) -> str:
+    """Why checks are held, in one sentence for the instructor."""
+    return hold.get("why") or f"{hold['statement']} only in the {hold['scenario']} run (the file as written passed it)"
 
 
 class Record(TypedDict):

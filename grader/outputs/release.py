@@ -12,7 +12,8 @@ traceback) is not released, whatever wrote it.
 A record is released only when its page is final: graded by a working grader, nothing held for review, every
 adjustment of `adjustments.toml` applied (else `grader grade` first), the page no older than its record. Who is who:
 the Canvas user id in the name Canvas's "Download submissions" gave the file, else the `--roster` student it
-matches; a record with neither is listed, never guessed. `OUT/release/released.json` remembers what was released
+matches by the one field `--roster-key` names (`Roster.find`, the rule canvas.csv is written by); a record with
+neither is listed, never guessed, and two records of one Canvas user are both held back. `OUT/release/released.json` remembers what was released
 where (student, page sha256, comment, when), so a re-run sends only pages that changed.
 """
 
@@ -152,7 +153,8 @@ def _candidate(out: Path, record: Record, adjustments: list[Adjustment], roster:
                                  "run `grader grade --regrade` to write it again")
     if candidate.blocked is None and not candidate.user_id:
         candidate.blocked = ("no Canvas user id: its file name is not a Canvas download name "
-                             "(<name>_<userid>_<subid>_<file>)" + (" and no --roster student matches it" if roster
+                             "(<name>_<userid>_<subid>_<file>)" + (f" and no --roster student's {roster.key} is "
+                                                                   "its id (--roster-key names the field)" if roster
                                                                    else "; --roster CANVAS.csv may match it"))
     return candidate
 

@@ -26,7 +26,7 @@ from markupsafe import Markup, escape
 from grader.common.files import atomic_write
 from grader.intake.discovery import safe_filename
 from grader.lms.late import late_sentence
-from grader.model.record import Record, held_checks
+from grader.model.record import Record, held_checks, hold_reason
 from grader.model.verdicts import (
     ISOLATION_PREFIX,
     grader_fault,
@@ -188,12 +188,11 @@ def class_context(records: list[Record], assignment, run_info: dict) -> dict[str
                               for check_id, trace in r["check_errors"].items()][:5]}
                  for r in records if isinstance(r.get("check_errors"), dict) and r["check_errors"]]
     problems += [{"id": r["submission"], "page": feedback_page_name(r["submission"]),
-                  "status": "flagged for review (score unchanged)", "reasons": list(r["review_flags"])[:5]}
+                  "status": "flagged for review (its method checks held)", "reasons": list(r["review_flags"])[:5]}
                  for r in records if isinstance(r.get("review_flags"), list) and r["review_flags"]]
     problems += [{"id": r["submission"], "page": feedback_page_name(r["submission"]),
                   "status": "held for your review (no points until you decide)",
-                  "reasons": [f"{r['review_hold']['statement']} only in the {r['review_hold']['scenario']} run; held: "
-                              f"{', '.join(held)}"]}
+                  "reasons": [f"{hold_reason(r['review_hold'])}; held: {', '.join(held)}"]}
                  for r in records if (held := held_checks(r))]
 
     percents = [_percent(r) for r in records]

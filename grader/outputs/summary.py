@@ -87,13 +87,14 @@ def summary_table(records: list[Record], groups: dict[str, dict]) -> str:
     if review:
         listed = ", ".join(review[:10]) + (f" and {len(review) - 10} more" if len(review) > 10 else "")
         lines.append(f"REVIEW: {len(review)} file(s) reach into JAX's internals or introspect frames or closures "
-                     f"({listed}): scores unchanged; `grader explain STUDENT --out OUT` lists where, you decide.")
+                     f"({listed}): their method checks are held; `grader explain STUDENT --out OUT` lists where, you "
+                     "decide.")
     held = [r["submission"] for r in records if held_checks(r)]
     if held:
         listed = ", ".join(held[:10]) + (f" and {len(held) - 10} more" if len(held) > 10 else "")
-        lines.append(f"HELD: {len(held)} file(s) raised only under the grader's hidden changes, and checks that passed "
-                     f"as written are held without points ({listed}): `grader explain STUDENT` shows both runs; decide "
-                     "with `grader adjust`.")
+        lines.append(f"HELD: {len(held)} file(s) have checks held without points for your review ({listed}): a "
+                     "statement that raised only under the grader's hidden changes, or a file that reads the grader's "
+                     "internals; `grader explain STUDENT` shows why and what was found; decide with `grader adjust`.")
     flagged = [r for r in records if r["status"] != "graded" or limit_notes(r)]
     shown = sorted(records, key=lambda r: r["submission"]) if len(records) <= LISTED else flagged
     if shown:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import random
 import secrets
 from collections.abc import Callable
@@ -29,10 +30,27 @@ def seed_map(assignment: Assignment, variant_seed: int) -> dict[str, int]:
     return {name: scenario_seed(assignment, scenario, variant_seed) for name, scenario in assignment.scenarios.items()}
 
 
+VARIANT_SEED_ENV = "GRADER_VARIANT_SEED"   # a number: every command grades in its world unless told --variant-seed
+
+
+def named_variant_seed() -> int | None:
+    """The number `$GRADER_VARIANT_SEED` names (None: unset or not a number): a course that wants every batch and
+    check of a term in one world, reproducibly, and the test suite, whose many small batches then share one world
+    (compiled once) drawn per session."""
+    try:
+        return int(os.environ.get(VARIANT_SEED_ENV, "").strip())
+    except ValueError:
+        return None
+
+
 def fresh_variant_seed(assignment: Assignment, rejected: frozenset[int] = frozenset()) -> int:
     """A random seed for this grading run, never the lesson's own nor one whose world was `rejected` (the reference
     fell short there), and one the assignment finds suitable (`oracle.suitable_seed(seed, settings)`, optional: e.g. a
-    world where every method's value is told apart)."""
+    world where every method's value is told apart). With `$GRADER_VARIANT_SEED` set, the world that number maps to
+    (as `--variant-seed` maps it), passing over rejected ones the same way."""
+    named = named_variant_seed()
+    if named is not None:
+        return variant_seed_for(assignment, named, rejected)
     seed = _first_accepted(assignment, lambda: secrets.randbelow(2**31 - 1) + 1, rejected)
     if seed is None:
         raise RuntimeError(f"oracle.suitable_seed accepted none of {MAX_SEED_DRAWS} random seeds: the assignment's "

@@ -17,12 +17,17 @@ from pathlib import Path
 
 from grader.common.code_digest import grader_code_digest
 from grader.common.files import atomic_write
-from grader.common.user_cache import user_cache_dir
+from grader.common.private_folder import UnsafeFolder
+from grader.common.user_cache import private_cache_dir
 
 
-def _path(assignment_id: str, fingerprint: str) -> Path:
+def _path(assignment_id: str, fingerprint: str) -> Path | None:
+    """Where the answers are kept; None when the cache folder is not the user's alone (then nothing is read)."""
     key = hashlib.sha256(f"{assignment_id} {fingerprint} {grader_code_digest()}".encode()).hexdigest()[:16]
-    return user_cache_dir() / "suitable-seeds" / f"{assignment_id}-{key}.json"
+    try:
+        return private_cache_dir() / "suitable-seeds" / f"{assignment_id}-{key}.json"
+    except (OSError, UnsafeFolder):
+        return None
 
 
 def _read(path: Path) -> dict[str, int]:
@@ -37,6 +42,8 @@ def remembered(assignment_id: str, fingerprint: str, requested: int, rejected: f
                compute: Callable[[], int]) -> int:
     """The seed `requested` maps to (with `rejected` passed over): kept on disk, else `compute()`d and kept."""
     path = _path(assignment_id, fingerprint)
+    if path is None:
+        return compute()
     name = f"{requested}:{','.join(str(s) for s in sorted(rejected))}"
     found = _read(path).get(name)
     if found is not None:

@@ -218,7 +218,8 @@ def _apply_replay(snap: Snapshot, frame: dict) -> None:
                                                 if isinstance(k, str) and len(k) <= MAX_NAME},
                                      "statements": [whole(i) for i in span]}
     else:
-        snap.replays[clean(name)] = {"problem": text(frame.get("problem"), 300) or "no values"}
+        snap.replays[clean(name)] = {"problem": text(frame.get("problem"), 300) or "no values",
+                                     "raised": frame.get("raised") is True}
 
 
 def _apply_probe(snap: Snapshot, name: str, frame: dict) -> None:

@@ -55,13 +55,13 @@ from grader.sandbox.portable import student_strategy
 from grader.sandbox.process import (
     COMPILE_CACHE_PATH,
     RawRun,
-    child_environment,
     copy_child_runtime,
     describe_run,
     pump,
     run_job,
     shared_tree,
 )
+from grader.sandbox.run_environment import child_environment
 from grader.sandbox.scratch import make_temp_dir
 from grader.sandbox.seccomp import filter_program
 from grader.sandbox.shared_python import shared
@@ -169,7 +169,7 @@ class ForkServer:
             argv += ["--cap-add", capability]
         argv += ["--chdir", "/", "--", self.python, "-I", "-B", "-u", f"{RUNTIME}/zygote_server.py", str(theirs.fileno())]
         process = subprocess.Popen(argv, pass_fds=(theirs.fileno(),), stdin=subprocess.DEVNULL, stdout=log, stderr=log,
-                                   start_new_session=True, env=child_environment(Path("/tmp")))
+                                   start_new_session=True, env=child_environment(Path("/tmp")), cwd=runtime)
         theirs.close()
         ours.settimeout(START_SECONDS)
         try:

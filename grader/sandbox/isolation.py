@@ -38,6 +38,7 @@ from pathlib import Path
 
 from grader.model.limits import Limits
 from grader.sandbox.inspection import SandboxFacts, inspect_with, parse_printed, script
+from grader.sandbox.run_environment import child_environment
 from grader.sandbox.scratch import make_temp_dir
 from grader.sandbox.shared_python import folders_to_show
 
@@ -162,7 +163,7 @@ class Isolation:
         try:
             self.prepare_workdir(workdir, uid)
             argv = self.command([sys.executable, "-I", "-c", script(canary)], Limits(), workdir, uid)
-            done = subprocess.run(argv, capture_output=True, timeout=60, cwd=workdir)
+            done = subprocess.run(argv, capture_output=True, timeout=60, cwd=workdir, env=child_environment(workdir))
             if done.returncode != 0:
                 raise RuntimeError(f"exit status {done.returncode}: "
                                    f"{done.stderr.decode('utf-8', 'replace').strip()[-300:] or 'no message'}")

@@ -15,6 +15,11 @@ from __future__ import annotations
 
 import atexit
 import base64
+
+try:
+    import fcntl
+except ImportError:   # not on Windows: the pipe keeps its own size there
+    fcntl = None  # type: ignore[assignment]
 import json
 import os
 import resource
@@ -44,10 +49,11 @@ from grader.sandbox.child.cpu_wait import (
 from grader.sandbox.frames import FrameReader
 from grader.sandbox.isolation import RUNTIME_NAME, UIDS, Isolation
 from grader.sandbox.portable import Portable, default_isolation
+from grader.sandbox.run_environment import child_environment
 from grader.sandbox.scratch import make_temp_dir
 from grader.sandbox.seccomp import describe as seccomp_description
 from grader.sandbox.seccomp import filter_program
-from grader.sandbox.shared_python import loader_environment, write_import_paths
+from grader.sandbox.shared_python import write_import_paths
 
 CHILD_DIR = Path(__file__).with_name("child")
 COMPILE_CACHE_PATH = "/tmp/grader-compile-cache"   # where a run sees JAX's compilation cache (runs/compile_cache.py)
@@ -61,6 +67,10 @@ CHANNEL_FD = 3
 SMALL_READ_BYTES = 16 * 1024
 SMALL_READS_FREE = 2000
 SMALL_READ_PAUSE = 0.02
+# A run's output pipe holds up to this much (Linux: F_SETPIPE_SZ, within /proc/sys/fs/pipe-max-size), and the pump
+# reads as much at once: a run that prints hundreds of megabytes is drained at pipe speed (its writes block only
+# while a read is due), and a pause after small reads still leaves a whole megabyte to read after it.
+PIPE_BYTES = 1 << 20
 
 
 
@@ -101,7 +111,8 @@ class RawRun:
 
 
 class OutputKeeper:
-    """Keeps the first and last `keep/2` bytes of a stream of any length."""
+    """Keeps the first and last `keep/2` bytes of a stream of any length: the middle is counted, never copied
+    (a read at least as long as the tail replaces it whole)."""
 
     def __init__(self, keep: int):
         self.half = max(keep // 2, 1)
@@ -115,32 +126,12 @@ class OutputKeeper:
         if room > 0:
             self.head += data[:room]
             data = data[room:]
-        if data:
+        if len(data) >= self.half:
+            self.tail = bytearray(data[-self.half:])
+        elif data:
             self.tail += data
             if len(self.tail) > self.half:
                 del self.tail[: len(self.tail) - self.half]
-
-
-def child_environment(workdir: Path) -> dict[str, str]:
-    """Only what Python and JAX need: nothing of the grader's own environment leaks in (in a student's check, the
-    dynamic loader's path too, which a module-loaded or conda Python may need to start: shared_python.py)."""
-    return {**loader_environment(),
-        "PATH": "/usr/local/bin:/usr/bin:/bin",
-        "HOME": str(workdir),
-        "TMPDIR": str(workdir),
-        "LANG": "C.UTF-8",
-        "LC_ALL": "C.UTF-8",
-        "PYTHONDONTWRITEBYTECODE": "1",
-        "PYTHONUNBUFFERED": "1",
-        "JAX_PLATFORMS": "cpu",
-        "TF_CPP_MIN_LOG_LEVEL": "2",
-        "MPLBACKEND": "Agg",
-        "XLA_FLAGS": "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1",
-        # One thread for NumPy's BLAS too: runs share the machine's cores already, and the fork server must hold no
-        # thread when it forks (OpenBLAS starts its pool when NumPy is imported).
-        "OPENBLAS_NUM_THREADS": "1",
-        "OMP_NUM_THREADS": "1",
-    }
 
 
 def apply_limits(pid: int, limits: Limits) -> None:
@@ -355,6 +346,22 @@ class RunUsage:
 CONTROL_MAX_BYTES = 4096
 
 
+def widen_pipe(fd: int) -> None:
+    """Let the pipe behind `fd` hold PIPE_BYTES where the system allows it (Linux), else leave it as it is."""
+    setting = getattr(fcntl, "F_SETPIPE_SZ", None) if fcntl is not None else None
+    if setting is None:
+        return
+    try:
+        with open("/proc/sys/fs/pipe-max-size") as limit:
+            most = int(limit.read().strip())
+    except (OSError, ValueError):
+        most = PIPE_BYTES
+    try:
+        fcntl.fcntl(fd, setting, min(PIPE_BYTES, most))
+    except OSError:
+        pass
+
+
 def pump(out_fd: int, channel_fd: int, limits: Limits, raw: RawRun, time_left: Callable[[], float],
          has_exited: Callable[[], bool], at_deadline: Callable[[], None], control_fd: int | None = None) -> None:
     """Drain output, channel and control pipe until the child ends (or `time_left()` reaches 0), never blocking."""
@@ -364,6 +371,7 @@ def pump(out_fd: int, channel_fd: int, limits: Limits, raw: RawRun, time_left: C
     open_fds = {out_fd, channel_fd} | ({control_fd} if control_fd is not None else set())
     for fd in open_fds:
         os.set_blocking(fd, False)
+    widen_pipe(out_fd)
     exited_at, small_reads = None, 0
     while open_fds:
         now = time.monotonic()
@@ -378,7 +386,7 @@ def pump(out_fd: int, channel_fd: int, limits: Limits, raw: RawRun, time_left: C
         got = 0
         for fd in ready:
             try:
-                data = os.read(fd, 1 << 16)
+                data = os.read(fd, PIPE_BYTES if fd == out_fd else 1 << 16)
             except BlockingIOError:
                 continue
             except OSError:

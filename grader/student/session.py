@@ -18,6 +18,8 @@ from typing import Any
 
 from grader.common.environment import environment
 from grader.common.jax_range import unsupported as unsupported_jax
+from grader.common.private_folder import UnsafeFolder
+from grader.common.user_cache import private_cache_dir
 from grader.config.assignment import Assignment, ConfigError, find_root, load
 from grader.config.bundle import Bundle, bundled_root, read_bundle
 from grader.grading.grade import grade
@@ -146,6 +148,10 @@ def run_check(path: Path, assignment: Assignment, bundle: Bundle | None, group: 
     world (default: a fresh one, drawn per check; a student bundle's check only)."""
     if not path.is_file():
         raise CheckError(f"{path} is not a file")
+    try:   # a cache another user could write is refused before anything in it is read
+        private_cache_dir()
+    except UnsafeFolder as error:
+        raise CheckError(str(error)) from None
     refused = unsupported_jax(student=True)
     if refused:
         raise CheckError(refused)

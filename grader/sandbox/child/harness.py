@@ -43,11 +43,20 @@ from channel import Channel
 from encoding import EXACT_ENCODINGS, IMMUTABLE_TYPES, SoftTimeLimit, array_types, encode_value
 from recorder import OBSERVE_NAME, SEEN_NAME, Recorder, residual_api
 from replay import run_replay
+from run_world import (
+    apply_import_settings,
+    buffered_output,
+    flush_output,
+    quiet_self_check,
+    set_own_limits,
+    tag_residual_sources,
+)
 from startup import install_syscall_filter, use_compilation_cache
 from statements import (
     Observe,
     bound_names,
     holds_placeholder,
+    imports_module,
     mutated_names,
     parse_prefix,
     read_names,
@@ -72,15 +81,6 @@ def notebook_display(*objects, **_):
         print(item)
 
 
-def quiet_self_check():
-    """A student's `from grader.student import check; check()` cell does nothing in a run (the grader may not be
-    importable here, and must not grade from inside one): a stand-in answers, so no mark is lost for it."""
-    package, student = types.ModuleType("grader"), types.ModuleType("grader.student")
-    package.__path__, package.student = [], student
-    student.check = lambda *_, **__: print("check(): skipped while the grader runs this file.")
-    sys.modules.update({"grader": package, "grader.student": student})
-
-
 class Harness:
     def __init__(self, job, channel):
         self.job = job
@@ -97,6 +97,9 @@ class Harness:
         self.timer = Timer(job["soft_seconds"], job["statement_grace_seconds"], job.get("cpu_wait_allowance_seconds", 0),
                            lambda code: code.co_filename in self.student_files)
         self.notebook = bool(job.get("notebook"))
+        self.import_settings = list(job.get("import_settings") or [])
+        self.settings_at_start = {name: os.environ.get(name) for name in self.import_settings}
+        self.jax_imported = False   # by the file's own statements (this run's JAX was imported before them)
         self.units = job.get("cells") or [{"number": None, "source": job["source"]}]
         self.code_tag = str(job.get("code_tag") or "")
         self.student_files = {self.code_filename(unit): self.unit_filename(unit) for unit in self.units}
@@ -302,6 +305,7 @@ class Harness:
     def run(self):
         problem = None
         try:
+            tag_residual_sources(self.code_tag, sorted(set(self.student_files.values())))
             self.install_evidence()
             _, error, timed_out = self.guarded(self.run_setup)
             if error or timed_out:
@@ -327,6 +331,9 @@ class Harness:
                 continue
             exit_request = None
             self.recorder.set_statement(index)
+            if not self.jax_imported and imports_module(node, "jax"):
+                self.jax_imported = True
+                apply_import_settings(self.import_settings, self.settings_at_start)
             self.timer.arm()
             try:
                 code = self.compile_statement(node, filename)
@@ -344,6 +351,7 @@ class Harness:
             finally:
                 self.timer.disarm()
             record["evaluations_omitted"], record["sightings_omitted"] = self.end_evidence()
+            flush_output()
             record["seconds"] = round(time.monotonic() - started, 4)
             if record["status"] in ("error", "timeout"):
                 stopped_cell = cell
@@ -370,26 +378,10 @@ def main():
     serve(json.loads(sys.stdin.read()))
 
 
-def set_own_limits(rlimits):
-    """The portable strategy's limits (no prlimit binary there): set by the run on itself, before any student code.
-    A limit this OS does not know, or refuses, is left as it is (the parent still keeps the wall limit)."""
-    try:
-        import resource
-    except ImportError:
-        return
-    for name, value in (rlimits or {}).items():
-        number = getattr(resource, "RLIMIT_" + str(name).upper(), None)
-        if number is None:
-            continue
-        try:
-            resource.setrlimit(number, (value, value))
-        except (ValueError, OSError):
-            pass
-
-
 def serve(job):
     """Run one job in this process and end it (the fork server calls this in each isolated child)."""
     set_own_limits(job.get("own_rlimits"))
+    buffered_output()
     try:
         install_syscall_filter(job.get("seccomp"))
     except BaseException as error:   # the isolation promised cannot be given: the grader's failure, not a run
@@ -406,12 +398,9 @@ def serve(job):
     outcome = harness.run()
     outcome["soft_limit_hit"] = harness.timer.expired
     outcome["evidence"] = harness.recorder.summary()
+    flush_output()
     channel.send({"type": "done", **outcome})
-    for stream in (sys.stdout, sys.stderr):
-        try:
-            stream.flush()
-        except BaseException:
-            pass
+    flush_output()
     os._exit(0)
 
 

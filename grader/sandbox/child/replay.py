@@ -60,6 +60,7 @@ def run_replay(harness, replay, ran):
             harness.timer.expired = expired
     if error is not None:
         message["problem"] = "%s: %s" % (error.get("type"), str(error.get("message"))[:300])
+        message["raised"] = error.get("type") != "SoftTimeLimit"   # the file's statements raised with the new value
     else:
         message["statements"] = [ok[first][2]["index"], ok[last[-1]][2]["index"]]
         message["values"] = outcome

@@ -123,3 +123,14 @@ def parse_prefix(source, filename):
         return ast.parse("", filename), problem
     except (ValueError, RecursionError, MemoryError) as error:
         return ast.parse("", filename), {"line": None, "message": "%s: %s" % (type(error).__name__, error)}
+
+
+def imports_module(node, top):
+    """The statement imports `top` or one of its submodules anywhere in it (`import jax.numpy`, `from jax import
+    grad`, an import inside a function it defines)."""
+    for inner in ast.walk(node):
+        if isinstance(inner, ast.Import) and any(alias.name.split(".")[0] == top for alias in inner.names):
+            return True
+        if isinstance(inner, ast.ImportFrom) and not inner.level and (inner.module or "").split(".")[0] == top:
+            return True
+    return False

@@ -19,11 +19,11 @@ GRADER_FILES = {SETUP_FILE, PROBES_FILE} | {os.path.join(HERE, name) for name in
 
 
 def compiled_name(shown, tag):
-    """The name a student's statements are compiled under: the shown name inside a folder named by the run's secret
-    tag (the grader draws one per run). Whatever names a source position (print_saved_residuals, JAX's source info)
-    then names this run's tag, which text typed into the file cannot know; format_error shows the plain name again.
+    """The name a student's statements are compiled under: the shown name, which tracebacks, warnings, `__code__` and
+    JAX's source information show as they are. The run's secret tag is never in it: only JAX's residual printing
+    names it (harness.tag_residual_sources), so a file can learn it only by calling print_saved_residuals.
     `student_files` below maps each compiled name to its shown one."""
-    return f"/run-{tag}/{shown}" if tag else shown
+    return shown
 
 
 def format_error(error, student_files):

@@ -171,9 +171,7 @@ def become_run(request, fds):
     job = json.loads(b"".join(chunks))
     job["channel_fd"] = CHANNEL_FD
     job["control_fd"] = CONTROL_FD
-    sys.stdout = open(1, "w", buffering=1, closefd=False, encoding="utf-8", errors="backslashreplace")
-    sys.stderr = open(2, "w", buffering=1, closefd=False, encoding="utf-8", errors="backslashreplace")
-    import harness
+    import harness  # its serve() gives the run its stdout and stderr (harness.buffered_output)
     harness.serve(job)
 
 
