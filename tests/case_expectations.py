@@ -9,6 +9,10 @@ the folder's name. The assignment itself is the project's `assignments/<id>/`, o
     why = "one line: what this case represents"
     [groups]                     # expected score of every group of the assignment
     [checks]                     # optional: exact expected score of individual check ids
+                                 # a score may be a list [a, b] (any one of them) only in a case whose `varies`
+                                 # says why: a mistake whose value some worlds tell apart and others cannot (the
+                                 # suite grades in a world drawn per session); an honest case never varies
+    varies = "sentence"          # optional, top level: why the listed scores depend on the world drawn
     [contains]                   # optional: fragments that must appear (case-insensitive)
     feedback = [...]             # in the concatenated feedback of all checks
     messages = [...]             # in the concatenated submission-level messages
@@ -26,11 +30,13 @@ from pathlib import Path
 
 import pytest
 
+from grader.model.record import held_checks
+
 TESTS = Path(__file__).resolve().parent
 ROOT = TESTS.parent
 CASES = TESTS / "assignments"
 EXPECTED = ".expected.toml"
-KEYS = {"status", "why", "submission", "groups", "checks", "contains", "lms", "flagged"}
+KEYS = {"status", "why", "submission", "groups", "checks", "contains", "lms", "flagged", "held", "varies"}
 
 
 def case_folders(kind: str) -> dict[str, Path]:
@@ -73,13 +79,28 @@ def shape_problems(case: str, expected: dict, groups: list[str], check_ids: set[
     unknown = set(expected.get("checks", {})) - check_ids
     if unknown:
         problems.append(f"{case}: unknown check ids {sorted(unknown)}")
+    unknown = set(expected.get("held", [])) - check_ids
+    if unknown:
+        problems.append(f"{case}: held lists unknown check ids {sorted(unknown)}")
     unknown = set(expected.get("contains", {})) - {"feedback", "messages", "output"}
     if unknown:
         problems.append(f"{case}: [contains] knows feedback, messages and output, not {sorted(unknown)}")
+    listed = [key for table in ("groups", "checks") for key, score in expected.get(table, {}).items()
+              if isinstance(score, list)]
+    if listed and not (isinstance(expected.get("varies"), str) and expected["varies"].strip()):
+        problems.append(f"{case}: {listed} list several scores; say in `varies` why they depend on the world")
     unknown = set(expected) - KEYS
     if unknown:
         problems.append(f"{case}: unknown keys {sorted(unknown)} (known: {sorted(KEYS)})")
     return problems
+
+
+def _one_of(actual: float, expected: float | list[float]) -> bool:
+    return any(actual == pytest.approx(score, abs=1e-6) for score in (expected if isinstance(expected, list) else [expected]))
+
+
+def _shown(expected: float | list[float]) -> str:
+    return " or ".join(f"{score:g}" for score in (expected if isinstance(expected, list) else [expected]))
 
 
 def record_problems(record: dict, expected: dict) -> list[str]:
@@ -89,17 +110,27 @@ def record_problems(record: dict, expected: dict) -> list[str]:
         problems.append(f"status is {record['status']!r}, expected {expected['status']!r}")
     for group, score in expected["groups"].items():
         actual = record["groups"][group]["score"]
-        if actual != pytest.approx(score, abs=1e-6):
-            problems.append(f"group {group}: {actual:g}, expected {score:g}")
+        if not _one_of(actual, score):
+            problems.append(f"group {group}: {actual:g}, expected {_shown(score)}")
     checks = {check["id"]: check for check in record["checks"]}
     for check_id, score in expected.get("checks", {}).items():
         actual = checks[check_id]["score"]
-        if actual != pytest.approx(score, abs=1e-6):
-            problems.append(f"check {check_id}: {actual:g}, expected {score:g}")
+        if not _one_of(actual, score):
+            problems.append(f"check {check_id}: {actual:g}, expected {_shown(score)}")
+    if any(isinstance(s, list) for s in [*expected["groups"].values(), *expected.get("checks", {}).values()]):
+        # the alternatives go together: a world that refuses the check docks its group by exactly its points
+        lost = {g: v["max_score"] - v["score"] for g, v in record["groups"].items()}
+        docked = {c["id"]: c["max_score"] - c["score"] for c in record["checks"]}
+        for check_id, score in expected.get("checks", {}).items():
+            group = check_id.split(".", 1)[0]
+            if isinstance(score, list) and lost.get(group, 0) != pytest.approx(docked[check_id], abs=1e-6):
+                problems.append(f"group {group} lost {lost.get(group, 0):g}, not the {docked[check_id]:g} {check_id} lost")
     output = record.get("output") or {}
     texts = {"feedback": "\n".join(check["feedback"] for check in record["checks"]).lower(),
              "messages": "\n".join(record["messages"]).lower(),
              "output": (output.get("head", "") + "\n" + output.get("tail", "")).lower()}
+    if "held" in expected and set(held_checks(record)) != set(expected["held"]):   # held for the instructor's review
+        problems.append(f"held checks are {sorted(held_checks(record))}, expected {sorted(expected['held'])}")
     if "flagged" in expected and bool(record.get("review_flags")) != expected["flagged"]:
         problems.append(f"review_flags is {record.get('review_flags')!r}, expected {'some' if expected['flagged'] else 'none'}")
     for where, fragments in expected.get("contains", {}).items():

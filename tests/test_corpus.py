@@ -6,6 +6,8 @@ other file `<case>.<ext>` -- plus `<case>.expected.toml` beside it:
 
     status = "graded"            # or "error"
     why = "one line: what this case represents"
+    held = ["hvp.plain_matches_oracle"]   # optional: exactly the checks held for the instructor's review
+    flagged = true               # optional: the file's text reaches into JAX's internals or introspects
     [groups]                     # expected score of every group of the assignment
     runs = 5
     ...

@@ -39,6 +39,17 @@ def world():
     return calibration().measure_world(seed), assignment.settings
 
 
+def test_a_step_or_a_path_inside_jit_shows_in_its_value(world):
+    """The evaluations' change depends on the step and the direction (oracle.ValueChange): in this world's real JAX, a
+    central difference taken at 3 eps inside one jitted function, and the coordinate-axis differences summed inside a
+    jitted vmap, land where the oracle predicts them (within float32 rounding) and `separation` tolerances from both
+    honest readings at the reported eps: the value alone shows the step and the path, wherever they ran."""
+    measured, settings = world
+    assert measured["steps_shown"] >= settings.separation, measured["steps_shown"]
+    for name in ("jitted difference at 3 eps", "coordinate sum in a jitted vmap"):
+        assert measured["used"][f"finite_noise_float32 ({name}, as the oracle predicts it)"] <= 1.0
+
+
 def test_nothing_a_file_can_read_changes(world):
     measured, _ = world
     assert measured["unchanged"]

@@ -557,8 +557,9 @@ def finite_is_central_difference(run, oracle, settings):
     assert math.isfinite(finite), f"`finite` is {finite!r}; a central difference of a finite objective is a finite number."
     honest = oracle.central_differences(eps)
     # A step of length eps along the unit vector v/|v| (the difference then scaled by |v|) is the central difference
-    # along v at step eps/|v|, as honest as eps along v (`_other_step`): its rounding is that of its own, smaller
-    # step, so it is compared with the differences at that step, within that step's noise and separation.
+    # along v at step eps/|v|, as honest as eps along v: its rounding is that of its own, smaller step, so it is
+    # compared with the differences at that step, within that step's noise and separation; a value between the two
+    # readings (oracle.from_honest's band) is credited as they are.
     steps = ((eps, "your eps", "eps"),
              (eps / float(np.linalg.norm(np.ones(settings.width))), "your eps along v/|v|", "eps/|v|"))
     unconfirmed = None
@@ -568,6 +569,9 @@ def finite_is_central_difference(run, oracle, settings):
             what=f"`finite` vs the central difference of this run's evaluations at {at}, with {name} rounding",
             tolerance_kind=f"absolute: finite_noise_{name} rounding units of the largest |f| evaluated, over {over}",
             unchanged=oracle.central_differences(step, oracle.unchanged)[0] if oracle.values_changed else None)), None)
+        if matched is None and unit == SINGLE and oracle.values_changed and oracle.from_honest(finite, eps, settings) <= 1:
+            matched = eps   # between the two honest readings (a stencil, a step between eps/|v| and eps): no value
+            #                 tells it from an honest one in any world, so it is credited in every world
         if matched is None:
             continue
         in_range = unit == DOUBLE or settings.eps_min <= eps <= settings.eps_max   # where suitable worlds separate it
@@ -576,17 +580,21 @@ def finite_is_central_difference(run, oracle, settings):
             # other directions or by another stencil by other amounts (oracle.ValueChange), which the value shows
             # wherever it was computed; what the run's points were is never a reason to refuse it
             return f"`finite` is the central difference of the objective's values at x ± {eps:g}·v."
-        unconfirmed = name
+        unconfirmed = (name, matched)
         break
     written = _written_down(oracle, finite)
     if written:
         raise AssertionError(written)
     if unconfirmed:
+        name, step = unconfirmed
+        taken = (f"At eps = {eps:g}" if step == eps else
+                 f"At eps = {eps:g}, your `finite` matches a central difference at step {step:.2g} (eps along the unit "
+                 f"vector v/|v|, the difference scaled by |v|), and")
         raise AssertionError(
-            f"At eps = {eps:g}, the grader cannot confirm your `finite` as a central difference of the objective in "
-            f"{unconfirmed}: its check tells a central difference from the exact slope for steps between "
-            f"{settings.eps_min:g} and {settings.eps_max:g} (at a smaller step rounding swamps the difference). Use a "
-            "step in that range (or compute in float64).")
+            f"{taken} the grader cannot confirm your `finite` as a central difference of the objective in {name}: its "
+            f"check tells a central difference from the exact slope for steps between {settings.eps_min:g} and "
+            f"{settings.eps_max:g} (at a smaller step rounding swamps the difference). Use a step in that range (or "
+            "compute in float64).")
     raise AssertionError(_finite_diagnosis(run, oracle, settings, finite, eps, honest))
 
 
@@ -637,7 +645,7 @@ def _other_step(oracle, settings, finite, eps, honest):
 def _coordinate_sum(oracle, settings, finite, eps, honest):
     """What to tell a `finite` that is the sum of central differences along each coordinate axis, where its value
     shows it, else None."""
-    tolerance = oracle.finite_noise(eps, settings.finite_noise_float32, SINGLE)
+    tolerance = oracle.coordinate_noise * oracle.finite_noise(eps, settings.finite_noise_float32, SINGLE)
     if _proven_apart(oracle, settings, finite, eps, oracle.coordinate_sum(eps), tolerance):
         return ("`finite` is the sum of central differences taken along each coordinate axis, not the central "
                 "difference along v: this run's evaluations move the two by different amounts, and yours moved as "

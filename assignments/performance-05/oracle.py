@@ -403,6 +403,11 @@ class Oracle:
         carried = reverse_magnitudes(self.w, self.x, self.rules)
         return max(share * float(np.sum(np.abs(self.autodiff_gradient))), settings.automatic_rounding * SINGLE * carried)
 
+    @property
+    def coordinate_noise(self) -> float:
+        """See the module function."""
+        return coordinate_noise(self)
+
     def from_honest(self, value: float, eps: float, settings: Any) -> float:
         """See the module function: tolerances between `value` and the nearest honest reading at a reported eps."""
         return from_honest(self, value, eps, settings)
@@ -580,7 +585,9 @@ def size_nudges(seed: int, batch_seed: int, scenario: str, settings: Any) -> Nud
     # largest: the amount is sized so that even there it stays inside the lesson's assertion's share
     contrast = -settings.value_contrast * rng.uniform(0.8, 1.0)
     scale = budget * rng.uniform(0.9, 1.0) * rng.choice([-1.0, 1.0]) / (1.0 + abs(contrast))
-    lowest = max(settings.eps_min, settings.eps_discernible / 3)   # the profile's slope where steps are told apart
+    # the profile slopes from a third of eps_discernible up (steps from eps_discernible up are told apart) and is flat
+    # below, so a stencil or a difference at a smaller step there stays close to the honest one
+    lowest = max(settings.eps_min, settings.eps_discernible / 3)
     log_center = 0.5 * math.log(lowest * settings.eps_max)
     log_span = 0.5 * math.log(settings.eps_max / lowest)
     aside_gain = settings.value_aside_gain * rng.uniform(0.8, 1.0)
@@ -651,20 +658,28 @@ def finite_separation(oracle: Oracle, eps: float, settings: Any, unit: float = S
 
 
 def one_sided_separation(oracle: Oracle, eps: float, settings: Any) -> float:
-    """Float32 tolerances between a forward or backward difference and the central one at step eps (a mistake, not
-    a forgery: half the separation is enough for its own rounding to keep it outside the central one's tolerance)."""
-    tolerance = oracle.finite_noise(eps, settings.finite_noise_float32, SINGLE)
-    return min(abs(a - b) for a in oracle.one_sided_differences(eps).values()
-               for b in oracle.central_differences(eps)) / tolerance
+    """Float32 tolerances between a forward or backward difference at step eps and the honest band at eps
+    (`from_honest`; a mistake, not a forgery: half the separation is enough for its own rounding to keep it outside
+    the band's tolerance)."""
+    return min(from_honest(oracle, a, eps, settings) for a in oracle.one_sided_differences(eps).values())
 
 
 def from_honest(oracle: Oracle, value: float, eps: float, settings: Any) -> float:
-    """Float32 tolerances between `value` and the nearest honest float32 reading of a central difference of this
-    scenario's evaluations along (1,...,1) at a reported eps: at eps, and at eps/|v| (a step of eps along the unit
-    vector, scaled by |v|), each within its own step's rounding."""
+    """Float32 tolerances between `value` and the honest band of a central difference of this scenario's evaluations
+    along (1,...,1) at a reported eps: from the difference at eps to the one at eps/|v| (a step of eps along the unit
+    vector, scaled by |v|), every rounding of each, each end within its own step's rounding. A value inside the band
+    is 0 away: a one-sided stencil or a difference at a step between the two ends lies there, and its value cannot be
+    told from an honest one, whatever world it ran in (so it is credited in every world, never in some only). The end
+    at eps/|v| counts only where a central difference at that step is itself told from every written-down slope (a
+    step below eps_min is not: the check credits neither it nor what lies between)."""
     unit_step = eps / math.sqrt(len(oracle.x))
-    return min(abs(value - a) / oracle.finite_noise(step, settings.finite_noise_float32, SINGLE)
-               for step in (eps, unit_step) for a in oracle.central_differences(step))
+    steps = [eps] + ([unit_step] if unit_step >= settings.eps_min
+                     and finite_separation(oracle, unit_step, settings) >= settings.separation else [])
+    ends = [(a, oracle.finite_noise(step, settings.finite_noise_float32, SINGLE))
+            for step in steps for a in oracle.central_differences(step)]
+    if min(a for a, _ in ends) <= value <= max(a for a, _ in ends):
+        return 0.0
+    return min(abs(value - a) / noise for a, noise in ends)
 
 
 def step_separation(oracle: Oracle, eps: float, other: float, settings: Any) -> float:
@@ -675,8 +690,15 @@ def step_separation(oracle: Oracle, eps: float, other: float, settings: Any) -> 
 
 def coordinate_separation(oracle: Oracle, eps: float, settings: Any) -> float:
     """Tolerances between the sum of the central differences along each coordinate axis at step eps and every honest
-    reading at eps (`from_honest`)."""
-    return from_honest(oracle, oracle.coordinate_sum(eps), eps, settings)
+    reading at eps (`from_honest`), less the sum's own rounding (`coordinate_noise`: sixteen differences add theirs up),
+    so a sum as float32 computes it lies at least this far from every honest reading."""
+    return from_honest(oracle, oracle.coordinate_sum(eps), eps, settings) - coordinate_noise(oracle)
+
+
+def coordinate_noise(oracle: Oracle) -> float:
+    """How many single-difference tolerances a float32 sum of the coordinate-axis differences may lie from its float64
+    value: each difference rounds on its own, and they add up (the square root of their count)."""
+    return math.sqrt(len(oracle.x))
 
 
 def discernible_steps(settings: Any) -> list[float]:
@@ -684,6 +706,21 @@ def discernible_steps(settings: Any) -> list[float]:
     one reported, and a sum of coordinate differences. (A smaller step, or a one-sided stencil, lies between the two
     honest readings, at eps and at eps/|v|: its value is told apart where the world shows it, never promised.)"""
     return [eps for eps in PROBE_STEPS if settings.eps_discernible <= eps <= settings.eps_max]
+
+
+def decisive(oracle: Oracle, eps: float, settings: Any) -> bool:
+    """The differences a file may take at a reported eps instead of the central one that the change alone puts between
+    the two honest readings (a one-sided second-order stencil, a central difference at half or a third of eps): below
+    `eps_wide` each lies within one tolerance of the honest band in every world used (credited: no value tells it
+    apart); from `eps_wide` up, where truncation can move a stencil out, each lies within one tolerance or
+    `separation` tolerances away (credited or refused and named, never a verdict a tolerance could flip)."""
+    candidates = [*oracle.second_order_one_sided(eps).values(),
+                  *(value for step in (eps / 2, eps / 3) if step >= settings.eps_min_float64
+                    for value in oracle.central_differences(step))]
+    away = [from_honest(oracle, value, eps, settings) for value in candidates]
+    if eps < settings.eps_wide:
+        return all(a <= 1.0 for a in away)
+    return all(a <= 1.0 or a >= settings.separation for a in away)
 
 
 def separates(nudges: Nudges, oracle: Oracle, settings: Any) -> bool:
@@ -710,7 +747,8 @@ def separates(nudges: Nudges, oracle: Oracle, settings: Any) -> bool:
             and all(step_separation(oracle, eps, other, settings) >= wanted
                     for eps in discernible_steps(settings) for other in (eps * 3,)
                     if settings.eps_min <= other <= settings.eps_max)
-            and all(coordinate_separation(oracle, eps, settings) >= wanted for eps in discernible_steps(settings)))
+            and all(coordinate_separation(oracle, eps, settings) >= wanted for eps in discernible_steps(settings))
+            and all(decisive(oracle, eps, settings) for eps in discernible_steps(settings)))
 
 
 def suitable_seed(seed: int, settings: Any) -> bool:

@@ -21,7 +21,8 @@ GRADER_FILES = {SETUP_FILE, PROBES_FILE} | {os.path.join(HERE, name) for name in
 def compiled_name(shown, tag):
     """The name a student's statements are compiled under: the shown name, which tracebacks, warnings, `__code__` and
     JAX's source information show as they are. The run's secret tag is never in it: only JAX's residual printing
-    names it (harness.tag_residual_sources), so a file can learn it only by calling print_saved_residuals.
+    names it (run_world.tag_residual_sources), so a file learns it by calling print_saved_residuals or by reaching
+    into the grader's own objects (a closure, the harness's job), which is flagged for review.
     `student_files` below maps each compiled name to its shown one."""
     return shown
 
