@@ -31,6 +31,7 @@ from grader.cli.main import main
 from grader.config.assignment import ConfigError, load
 from grader.runs.snapshot import build_snapshot
 from grader.sandbox.process import RawRun
+from tests.python_for_others import needs_python_others_can_start
 
 FIXTURE = Path(__file__).with_name("fixtures") / "tiny_project"
 TINY = Path(__file__).with_name("fixtures") / "tiny_project"    # replaced by the copy below, once per module
@@ -94,6 +95,7 @@ def records(out: Path) -> dict[str, dict]:
 # ---- isolation: only real isolation counts ----------------------------------------------------------------------
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="the uid a run gets is the question: needs root")
+@needs_python_others_can_start
 def test_with_bubblewrap_failing_nothing_is_graded_without_the_opt_in(tmp_path):
     done = grade_command(tmp_path, stub_path(tmp_path / "bin"))
     assert done.returncode == 2, done.stdout + done.stderr
@@ -102,6 +104,7 @@ def test_with_bubblewrap_failing_nothing_is_graded_without_the_opt_in(tmp_path):
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="the uid a run gets is the question: needs root")
+@needs_python_others_can_start
 def test_with_the_opt_in_runs_are_weak_and_never_root(tmp_path):
     done = grade_command(tmp_path, stub_path(tmp_path / "bin"), "--allow-weak-isolation",
                          files={"spy": SPY, **IDLE})
@@ -123,6 +126,7 @@ def test_without_a_way_to_drop_privileges_even_the_opt_in_is_refused(tmp_path):
 
 @pytest.mark.slow
 @pytest.mark.skipif(os.geteuid() != 0, reason="the uid a run gets is the question: needs root")
+@needs_python_others_can_start
 def test_a_dask_worker_started_with_bubblewrap_failing_refuses_unless_the_client_asked(tmp_path, monkeypatch):
     distributed = pytest.importorskip("distributed")
     assignment = load("tiny", TINY)

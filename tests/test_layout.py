@@ -99,3 +99,32 @@ def test_the_student_bundle_does_not_import_the_starter_builder():
     upward = [(str(path.relative_to(PACKAGE)), line) for stage, path in modules() if stage == "student"
               for target, line in imported_stages(path) if target == "authoring"]
     assert not upward, f"grader/student imports grader.authoring: {upward}"
+
+
+def test_the_graders_own_parses_take_turns():
+    """Every `ast.parse` of the grader's process goes through common/python_ast.py (CPython < 3.11.8 and 3.12.1
+    shares the AST constructor's recursion depth between threads: two parses at once can raise SystemError; the
+    run's own code, in the sandbox, is one thread and parses as it likes)."""
+    bare = [str(path.relative_to(PACKAGE)) for path in sorted(PACKAGE.rglob("*.py"))
+            if "child" not in path.parts and path.name != "python_ast.py"
+            and "ast.parse(" in path.read_text(encoding="utf-8")]
+    assert bare == []
+
+
+def test_a_parse_that_meets_the_shared_depth_mismatch_is_tried_again(monkeypatch):
+    import ast
+
+    from grader.common import python_ast
+    real, calls = ast.parse, []
+
+    def once_mismatched(*args, **kwargs):
+        calls.append(1)
+        if len(calls) == 1:
+            raise SystemError("AST constructor recursion depth mismatch (before=42, after=25)")
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(ast, "parse", once_mismatched)
+    assert isinstance(python_ast.ast_parse("x = 1").body[0], ast.Assign) and len(calls) == 2
+    monkeypatch.setattr(ast, "parse", lambda *a, **k: (_ for _ in ()).throw(SystemError("another")))
+    with pytest.raises(SystemError, match="another"):
+        python_ast.ast_parse("x = 1")

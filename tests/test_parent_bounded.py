@@ -295,8 +295,8 @@ def test_a_surrogate_in_code_two_notebooks_share_leaves_the_similarity_view_draw
     """Two notebooks sharing a cell that holds a lone surrogate: read as the grader reads them, compared, and shown
     side by side in report.html and similarity.csv."""
     from grader.similarity.code_match import Boilerplate
+    from grader.similarity.documents import Chunk, Document
     from grader.similarity.report import build_report, settings_for
-    from grader.similarity.store import Chunk, Document
 
     cell = "".join(f"v{n} = x.alpha{n}(x.beta{n}, '{BAD}').gamma{n}(x.delta{n}) + x.eps{n}(x.zeta{n})\n"
                    for n in range(6))

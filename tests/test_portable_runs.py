@@ -3,8 +3,8 @@
 The portable strategy (sandbox/isolation.py `Portable`: plain subprocesses, rlimits the run sets on itself, nothing
 Linux-only) is forced here on Linux with $GRADER_PORTABLE_RUNS: it must give the same scores and feedback as the
 default strategy (bubblewrap, the fork server as root) on a sample of the corpus's honest files (every
-SAMPLE_EVERY-th of those labelled 100/100, 9 of 212, plus the reference and a notebook: the whole set would add
-half an hour to the suite). The student bundle is unpacked and checked in this process, as the wheel's `grader
+SAMPLE_EVERY-th of those labelled 100/100, 8 in all with the reference and a notebook: the whole set would
+add an hour to the suite). The student bundle is unpacked and checked in this process, as the wheel's `grader
 check` does. The smaller tests pin what the two strategies rest on: the shared import paths, the limits a run sets
 on itself, and the student's wording of a run that could not start."""
 
@@ -32,7 +32,7 @@ from grader.student.session import run_check
 from tests.case_expectations import ROOT
 
 CORPUS = ROOT / "tests" / "assignments" / "performance-05" / "corpus"
-SAMPLE_EVERY = 25
+SAMPLE_EVERY = 50   # about six honest files (the two references added): each runs through fresh interpreters
 VARIANT_SEED = 31337
 
 
@@ -40,7 +40,9 @@ def honest_sample() -> list[Path]:
     honest = []
     for label in sorted(CORPUS.glob("*.expected.toml")):
         expected = tomllib.loads(label.read_text())
-        if expected.get("status", "graded") == "graded" and abs(sum(expected.get("groups", {}).values()) - 100) < 1e-9:
+        scores = list(expected.get("groups", {}).values())   # a group may be labelled with a range: not sampled
+        if expected.get("status", "graded") == "graded" and all(isinstance(score, (int, float)) for score in scores) \
+                and abs(sum(scores) - 100) < 1e-9:
             stem = label.name[: -len(".expected.toml")]
             honest += [p for p in (CORPUS / f"{stem}.py", CORPUS / f"{stem}.ipynb") if p.is_file()]
     assert len(honest) > 100, "the corpus should hold many honest files"

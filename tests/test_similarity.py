@@ -36,9 +36,10 @@ from grader.intake.notebook import joined_source, notebook_cells
 from grader.model.record import Record
 from grader.outputs.writers import write_result
 from grader.similarity.code_match import Boilerplate
+from grader.similarity.documents import Chunk, Document
 from grader.similarity.fingerprints import fingerprints, winnow
 from grader.similarity.report import build_report, settings_for, similarity_for
-from grader.similarity.store import Chunk, Document, boilerplate_chunks, write_sidecar
+from grader.similarity.store import boilerplate_chunks, write_sidecar
 from grader.similarity.tokens import units_of
 from grader.similarity.value_match import natural
 
@@ -59,7 +60,7 @@ def honest_cases() -> dict[str, Path]:
     for expected in sorted(CORPUS.glob("*.expected.toml")):
         name = expected.name.removesuffix(".expected.toml")
         if name.startswith(("n26_", "e35_", "e39_", "e40_", "dir55_", "hvp55_", "notebook55_", "resid55_", "panel55_",
-                            "preimport55_", "secrets55_")):   # written in one sitting, each from the solution: not independent
+                            "preimport55_", "secrets55_", "blind67_")):   # written in one sitting, each from the solution: not independent
             continue
         if tomllib.loads(expected.read_text()).get("why", "").startswith("honest"):
             entry = next(p for p in [CORPUS / f"{name}.py", CORPUS / f"{name}.ipynb", CORPUS / name] if p.exists())

@@ -103,11 +103,13 @@ def _marked_files(roots: list[Path], since: float) -> list[str]:
 
 
 # Tighter time limits than a class gets: the attacks that run to their limits (a CPU starver, ignored signals, a
-# hundred queueing processes) are stopped at 15 s (plus at most 20 s of waiting for a busy machine) instead of 30 + 60
-# s. The runs that finish took up to 9.4 s each under the full suite's load on a fast 2-core host, with no waiting
-# allowance (fork_bomb, memory_channel_values); on a slower host the allowance covers what they wait for a CPU. The
-# LMS threats (test_threats_lms.py) are graded with the same limits.
-TIGHT_LIMITS = {"wall_seconds": 15, "soft_seconds": 10, "cpu_wait_allowance_seconds": 20}
+# hundred queueing processes, a megabyte of markers) are stopped at 15 s (plus at most 8 s of waiting for a busy
+# machine) instead of 30 + 60 s. The runs that finish took up to 9.4 s each under the full suite's load on a fast
+# 2-core host, with no waiting allowance (fork_bomb, memory_channel_values); on a slower host the allowance covers
+# what they wait for a CPU. Under the suite's load every runaway run earns the whole allowance (it waits for the other
+# worker's batch half the time), so the cap sets what the five runaway files cost: 20 s of allowance made each of
+# their ten runs last 35 s, most of the batch's CPU. The LMS threats (test_threats_lms.py) use the same limits.
+TIGHT_LIMITS = {"wall_seconds": 15, "soft_seconds": 10, "cpu_wait_allowance_seconds": 8}
 
 
 @dataclass
@@ -410,7 +412,7 @@ def test_a_printed_fence_stays_inside_the_feedback_files_fence(assignment_id: st
     assert output.count(fence) == 2, "the output fence was closed early"
 
 
-def allowance_problems(attack: dict, control: dict, margin: float = 10.0) -> list[str]:
+def allowance_problems(attack: dict, control: dict, margin: float = 4.0) -> list[str]:
     """Where a run that queues behind its own processes was allowed more time for waiting than an honest runaway
     loop graded beside it (one process that wants a CPU all the time). Both wait alike for the machine's other work,
     and the loop wants more CPU than the attack: if the attack is allowed more, waiting it caused itself was counted
@@ -500,7 +502,8 @@ def lms_zip(tmp_path_factory) -> Path:
 @pytest.mark.parametrize("case", [c for c in LMS_CASES if "performance-05" in having(c)])
 def test_a_threat_grades_alike_on_the_lms_paths(case: str, batches, lms_zip: Path, tmp_path: Path) -> None:
     """The same file, as Gradescope and `otter run` get it: the same scores and notes as the batch, outputs that stay
-    inert, and the grading process within its memory."""
+    inert, and the grading process within its memory. `otter run` takes the one whose text is built to break a
+    renderer (markdown_injection); the others' results.json is written by the same otter code on both paths."""
     batch = batches("performance-05")
     record = batch.records[case]
     entry = tmp_path / "entry" / "performance-05.py"        # the name the assignment asks for, as a student submits
@@ -508,9 +511,11 @@ def test_a_threat_grades_alike_on_the_lms_paths(case: str, batches, lms_zip: Pat
     entry.write_bytes((batch.submissions / f"{case}.py").read_bytes())
     peak = tmp_path / "peak"
     gradescope = gradescope_run(lms_zip, entry, tmp_path / "gradescope", peak=peak)   # the session's warm state
-    otter = otter_run(lms_zip, entry, tmp_path / "otter")
+    paths = [gradescope.results]
+    if case == "markdown_injection":
+        paths.append(otter_run(lms_zip, entry, tmp_path / "otter").results)
     expected = [check["score"] for check in record["checks"]]
-    for results in (gradescope.results, otter.results):
+    for results in paths:
         assert [t["score"] for t in results["tests"] if t["name"] != "Public Tests"] == expected
         assert messages(output_messages(results), case) == messages(record["messages"], case)
         for test in results["tests"]:

@@ -20,6 +20,7 @@ from grader.cli.batch import grade_folder
 from grader.cli.main import main
 from grader.common.private_folder import UnsafeFolder, private_folder
 from grader.common.trusted_start import import_path, looks_like_credential, trusted_environment
+from grader.common.user_cache import CACHE_DIR_ENV
 from grader.config.assignment import load
 from grader.grading.record_limits import bounded_feedback, bounded_messages, bounded_output, shown_output
 from grader.grading.warm_state import WarmState
@@ -187,12 +188,30 @@ def test_a_cache_under_a_sticky_shared_folder_needs_a_per_user_part(tmp_path):
     user = pwd.getpwuid(os.geteuid()).pw_name
     assert private_folder(shared / f"grader-cache-{user}") == shared / f"grader-cache-{user}"
     assert private_folder(shared / f"{os.geteuid()}" / "grader") == shared / f"{os.geteuid()}" / "grader"
+    with pytest.raises(UnsafeFolder, match="no per-user part"):     # a shared name the grader would make now
+        private_folder(shared / "course" / "cache")
+
+
+def test_a_checkout_of_ones_own_in_a_sticky_shared_folder_may_hold_its_cache(tmp_path):
+    """`/tmp/course` made by the user, writable by no one else (a clone in /tmp): the cache in its build folder is
+    the user's; the name of a folder the user already owns proves nothing more."""
+    shared = tmp_path / "tmp"
+    shared.mkdir()
+    shared.chmod(0o1777)
+    checkout = shared / "course"
+    checkout.mkdir(mode=0o755)
+    assert private_folder(checkout / "build" / "cache") == checkout / "build" / "cache"
+    checkout.chmod(0o777)   # but not one others can write: they could swap the build folder
+    with pytest.raises(UnsafeFolder, match="can write, so they could replace it"):
+        private_folder(checkout / "build" / "cache2")
 
 
 @ROOT_ONLY
-def test_a_foreign_owned_cache_is_refused_and_nothing_in_it_is_read(tmp_path):
+def test_a_foreign_owned_cache_is_refused_and_nothing_in_it_is_read(tmp_path, monkeypatch):
     """Another user's warm state with a planted world: `grader grade` and `grader check` stop (exit 2) naming the
     owner and the fix, and open nothing under it; WarmState refuses it too."""
+    # `--cache-dir` names the folder in $GRADER_CACHE_DIR for the commands it starts: put the session's back after
+    monkeypatch.setenv(CACHE_DIR_ENV, os.environ.get(CACHE_DIR_ENV, str(tmp_path / "session-cache")))
     cache = tmp_path / "cache"
     planted = cache / "warm" / "planted"
     planted.mkdir(parents=True)

@@ -387,8 +387,9 @@ def test_a_batch_warm_up_that_fails_is_the_batchs_failure_and_never_leaves_runs_
 
 def test_the_lesson_worlds_programs_are_built_only_once_a_run_there_waits(assignment, tmp_path, monkeypatch):
     """Nothing kept but the facts: the batch's variant world's programs are built at once (every file runs there
-    first); the lesson's own world's only when the first run there waits for them, once however many wait, and
-    they are kept for later commands."""
+    first), with the lesson's own world's in this batch (its set-up carries the batch's parameters); the lesson's
+    own world's without a batch (what a student's check reads) only when the first run there waits for them, once
+    however many wait, and they are kept for later commands."""
     import grader.grading.warm_up as warm_up
 
     monkeypatch.setenv(CACHE_DIR_ENV, str(tmp_path / "cache"))
@@ -411,7 +412,7 @@ def test_the_lesson_worlds_programs_are_built_only_once_a_run_there_waits(assign
     with warm_up.warmed_up(assignment, seeds, lambda text: None, public_source="x = 1\n", batch_seed=5) as warm:
         for thread in list(warm.threads):
             thread.join(10)
-        assert built == [["variant"]] and state.read_starter() is None
+        assert built == [["variant", "baseline"]] and state.read_starter() is None
         gate = warm.runner.gates[scenario_world(assignment, assignment.scenarios["baseline"], assignment.lesson_seed, 5)]
         assert not gate.is_set()
         waiting = [threading.Thread(target=gate.wait) for _ in range(3)]
@@ -419,7 +420,7 @@ def test_the_lesson_worlds_programs_are_built_only_once_a_run_there_waits(assign
             thread.start()
         for thread in waiting:
             thread.join(10)
-        assert gate.is_set() and built == [["variant"], ["baseline"]]
+        assert gate.is_set() and built == [["variant", "baseline"], ["baseline"]]
     assert state.read_starter() is not None and state.read_seed(5, 5) is not None
 
 

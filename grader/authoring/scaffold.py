@@ -25,6 +25,7 @@ import builtins
 import copy
 from dataclasses import dataclass, field
 
+from grader.common.python_ast import ast_parse
 from grader.common.text import parses
 from grader.intake.regions import Region, RegionError, find_regions  # noqa: F401  (starter imports them here)
 
@@ -54,7 +55,7 @@ class Rules:
             for text in regions_text:
                 answers |= bound_names(text)
         modules = {(alias.asname or alias.name).split(".")[0]
-                   for node in ast.parse(solution).body if isinstance(node, (ast.Import, ast.ImportFrom))
+                   for node in ast_parse(solution).body if isinstance(node, (ast.Import, ast.ImportFrom))
                    for alias in node.names}
         return cls(hint_calls=frozenset(starter.get("hint_calls", ())),
                    check_calls=frozenset(starter.get("check_calls", ("print",))),
@@ -79,7 +80,7 @@ def bound_names(text: str) -> set[str]:
     """Names a region's code binds (assignment targets, defs): by default, the answers a check may mention."""
     names: set[str] = set()
     for body in _bodies(_dedent(text.split("\n"))):
-        pending: list[ast.AST] = list(ast.parse("\n".join(body)).body)
+        pending: list[ast.AST] = list(ast_parse("\n".join(body)).body)
         while pending:
             node = pending.pop()
             if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
@@ -93,6 +94,24 @@ def bound_names(text: str) -> set[str]:
 
 
 _LOCAL_SCOPES = (ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
+
+
+def todo_values(lines: list[str], rules: Rules) -> list[str]:
+    """The names whose values a region's TODOs compute, in order: what its statements assign (`eps = ...`) and what
+    its call statements add to (`results.append(...)`). Run untouched, each is still `...`, holds `...`, or is not
+    bound at all; the starter's closing line reads them (starter.py `hold_back_pass`)."""
+    names: list[str] = []
+    for body in _bodies(_dedent(lines)):
+        for node in ast_parse("\n".join(body)).body:
+            if isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                names += [n.id for t in targets for n in ast.walk(t)
+                          if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store) and n.id != "_"]
+            elif (isinstance(node, ast.Expr) and isinstance(node.value, ast.Call)
+                  and isinstance(node.value.func, ast.Attribute) and isinstance(node.value.func.value, ast.Name)
+                  and not _is_check_call(node.value, rules) and node.value.func.value.id not in rules.known):
+                names.append(node.value.func.value.id)
+    return list(dict.fromkeys(names))
 
 
 # ---- blocks: a plain statement list, or a clause header with its indented body ---------------------------
@@ -156,7 +175,7 @@ def end_line(node: ast.stmt) -> int:
 def _scaffold_block(lines: list[str], rules: Rules) -> Scaffolded:
     text = "\n".join(lines)
     try:
-        tree = ast.parse(text)
+        tree = ast_parse(text)
     except SyntaxError:
         return _scaffold_clauses(lines, rules)
     starts: dict[int, list[ast.stmt]] = {}

@@ -22,8 +22,9 @@ from pathlib import Path
 import jinja2
 import nbformat
 
-from grader.authoring.scaffold import Rules, ScaffoldError, end_line, scaffold_region
+from grader.authoring.scaffold import Rules, ScaffoldError, end_line, scaffold_region, todo_values
 from grader.common.files import atomic_write
+from grader.common.python_ast import ast_parse
 from grader.config.assignment import Assignment
 from grader.intake.regions import Region, RegionError, find_regions
 
@@ -33,6 +34,22 @@ PY_TEMPLATE = "starter.py.j2"
 NOTEBOOK_TEMPLATE = "starter.ipynb.j2"
 CELL_MARKER = re.compile(r"^# %%(?: \[(?P<kind>markdown)\])?(?: tags=(?P<tags>\[[^\]]*\]))?[ \t]*$")
 PROSE_FIELDS = ("title", "label", "task", "key_functions", "steps", "hint")
+PASS_WORD = re.compile(r"\bPASS\b")
+# The lesson's closing "PASS" line, as the starter renders it (hold_back_pass): {values} is exercise -> the names its
+# TODOs compute, {statement} the lesson's own line.
+HELD_PASS = """\
+# The lesson's closing line. "Run all" reaches it whatever failed above, so it says PASS only once no exercise's
+# value is still `...` (or not computed at all), and otherwise which exercises' TODOs remain.
+def _still_todo(value, depth=0):
+    items = value.values() if isinstance(value, dict) else value if isinstance(value, (list, tuple)) else ()
+    return value is ... or (depth < 4 and any(_still_todo(item, depth + 1) for item in items))
+_unfinished = [_exercise for _exercise, _names in {{
+{values}
+}}.items() if any(_still_todo(globals().get(_name, ...)) for _name in _names)]
+if _unfinished:
+    print("Not finished: the TODOs of exercise(s)", ", ".join(_unfinished), "remain (a value is still `...`).")
+else:
+{statement}"""
 
 
 class BuildError(Exception):
@@ -75,6 +92,8 @@ def render(assignment: Assignment, scaffold: bool = True, keep: frozenset[str] =
     source = assignment.solution_path.read_text(encoding="utf-8")
     try:
         chunks, replaced = split_solution(source, starter, scaffold, keep)
+        if scaffold:
+            hold_back_pass(chunks, source, starter)
     except (ScaffoldError, RegionError) as error:
         raise BuildError(f"{assignment.solution_path}: {error}") from None
     # From the first chunk holding an exercise on, a cell may raise while a TODO is unfinished (its own `...`, or a
@@ -148,7 +167,7 @@ def split_solution(source: str, starter: dict, scaffold: bool = True,
     itself, so it is left out; the templates write the starter's own header."""
     lines = source.splitlines()
     regions = find_regions(lines)
-    tree = ast.parse(source)
+    tree = ast_parse(source)
     prose = starter.get("exercises", {})
     names = list(dict.fromkeys(region.name for region in regions))
     unknown, undescribed = sorted(set(prose) - set(names)), [name for name in names if name not in prose]
@@ -221,12 +240,55 @@ def split_solution(source: str, starter: dict, scaffold: bool = True,
     return chunks, replaced
 
 
+def hold_back_pass(chunks: list[Chunk], source: str, starter: dict) -> None:
+    """A starter never says PASS about unfinished work. A lesson that ends by printing "PASS" after its last exercise
+    (its own "all done" line) would print it in the untouched starter's notebook, where "Run all" goes on past every
+    unfinished TODO: each such top-level `print` after the last exercise is rendered so that it prints only once no
+    value an exercise computes (scaffold.py `todo_values`) is still `...` or unbound, and otherwise names the
+    exercises whose TODOs remain (HELD_PASS)."""
+    last = max((number for number, chunk in enumerate(chunks) if chunk.exercises), default=None)
+    if last is None:
+        return
+    lines = source.splitlines()
+    regions = find_regions(lines)
+    rules = Rules.from_config(starter, source, ["\n".join(region.body(lines)) for region in regions])
+    values: dict[str, list[str]] = {}
+    for region in regions:
+        values[region.name] = list(dict.fromkeys(values.get(region.name, []) + todo_values(region.body(lines), rules)))
+    values = {name: names for name, names in values.items() if names}
+    if values:
+        for chunk in chunks[last + 1:]:
+            chunk.code = _held_pass(chunk.code, values)
+
+
+def _held_pass(code: str, values: dict[str, list[str]]) -> str:
+    try:
+        tree = ast_parse(code)
+    except SyntaxError:
+        return code
+    lines = code.split("\n")
+    for node in reversed(tree.body):   # from the end, so the earlier statements' line numbers still hold
+        if not (isinstance(node, ast.Expr) and isinstance(node.value, ast.Call) and isinstance(node.value.func, ast.Name)
+                and node.value.func.id == "print" and any(PASS_WORD.search(text) for text in _texts(node.value))):
+            continue
+        statement = "\n".join("    " + line for line in lines[node.lineno - 1:end_line(node)])
+        listed = "\n".join(f"    {name!r}: {names!r}," for name, names in values.items())
+        lines[node.lineno - 1:end_line(node)] = HELD_PASS.format(values=listed, statement=statement).split("\n")
+    return "\n".join(lines)
+
+
+def _texts(call: ast.Call) -> list[str]:
+    """The string constants a call prints (an f-string's literal parts too)."""
+    return [node.value for argument in call.args for node in ast.walk(argument)
+            if isinstance(node, ast.Constant) and isinstance(node.value, str)]
+
+
 def _standalone(region: Region, lines: list[str], inside_statement) -> bool:
     """A region that is whole top-level statements (not inside a loop, not a clause of given code)."""
     if region.indent or inside_statement(region.begin):
         return False
     try:
-        ast.parse("\n".join(region.body(lines)))
+        ast_parse("\n".join(region.body(lines)))
     except SyntaxError:
         return False
     return True

@@ -18,6 +18,7 @@ import json
 import math
 import re
 
+from grader.common.python_ast import ast_parse
 from grader.config.assignment import Assignment
 
 DROPPED_TABLES = ("lms", "starter", "similarity")   # similarity: the instructor's, and it names hidden checks
@@ -48,7 +49,7 @@ def visible_config(assignment: Assignment) -> dict:
 
 def visible_checks_source(source: str, functions: list[str]) -> str:
     """checks.py with every top-level statement the `functions` do not reach turned into blank lines."""
-    tree = ast.parse(source)
+    tree = ast_parse(source)
     lines = source.splitlines(keepends=True)
     defined: dict[str, list[ast.stmt]] = {}
     for node in tree.body:

@@ -10,6 +10,7 @@ grades or runs student code: both read the results folder only.
 from __future__ import annotations
 
 import datetime
+import difflib
 import getpass
 import sys
 from pathlib import Path
@@ -21,6 +22,7 @@ from grader.config.late import TARGET as LATE
 from grader.model.record import Record, held_checks, hold_reason, record_from_json
 from grader.outputs.adjustments import apply
 from grader.outputs.adjustments_file import Adjustment, AdjustmentsError, path_in, read, write
+from grader.outputs.results_folder import record_names
 from grader.outputs.writers import result_path
 
 WHOLE = "submission"    # the CHECK that means the whole submission
@@ -99,7 +101,7 @@ def adjust_command(args) -> int:
     check = None if args.check == WHOLE else args.check
     record = _record(args.out, args.student)
     if record is None:
-        print(f"grader: no record of {args.student} in {args.out}: grade the class first (or give --out)", file=sys.stderr)
+        print(f"grader: {no_record(args.out, args.student)}", file=sys.stderr)
         return 2
     ids = [c["id"] for c in record["checks"]]
     if check is not None and check not in ids and check != LATE and not args.remove:
@@ -138,7 +140,9 @@ def adjust_command(args) -> int:
                       datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"), record.get("sha256", ""))
     kept = [made if a is existing else a for a in adjustments] if existing else [*adjustments, made]
     old, new, top = _scores(record, adjustments, kept, check)
-    change = f"{what}: {old:g} → {new:g} of {top:g}" + (f" ({new - old:+g})" if new != old else " (unchanged)")
+    change = f"{what}: {_moved(old, new, top)}"
+    if check not in (None, LATE):   # one check's score moves the student's total: say both, as the README does
+        change += f"; total {_moved(*_scores(record, adjustments, kept, None))}"
     total = float(record["max_score"])
     if (new < old or abs(new - old) > total / 10) and not args.yes and not _agreed(change):
         print(f"grader: not recorded: {change}. It lowers the grade or changes it by more than a tenth of its "
@@ -182,6 +186,10 @@ def _scores(record: Record, before: list[Adjustment], after: list[Adjustment], c
     return old, new, top
 
 
+def _moved(old: float, new: float, top: float) -> str:
+    return f"{old:g} → {new:g} of {top:g}" + (f" ({new - old:+g})" if new != old else " (unchanged)")
+
+
 def _agreed(change: str) -> bool:
     """On a terminal, ask before a change that lowers a grade or moves it by more than a tenth."""
     if not sys.stdin.isatty():
@@ -207,6 +215,26 @@ def _user() -> str:
         return ""
 
 
+def no_record(out: Path, student: str) -> str:
+    """Why there is no record of `student` in `out`, naming the part that is wrong: the student (with the students
+    there, the closest first), a record that cannot be read, or a folder that holds no records at all."""
+    if result_path(out, student).is_file():
+        return f"the record of `{student}` in {out} cannot be read: `grader grade` writes it again"
+    names = record_names(out)
+    if not names:
+        return (f"{out} holds no records: grade the class first (`grader grade SUBMISSIONS --out {out}`), or give "
+                "--out the folder `grader grade` wrote")
+    shown = closest_first(student, names)
+    more = f", … ({len(names) - len(shown)} more)" if len(names) > len(shown) else ""
+    return f"no student `{student}` in {out} (students: {', '.join(shown)}{more})"
+
+
+def closest_first(wanted: str, names: list[str], count: int = 8) -> list[str]:
+    """Up to `count` of `names`, the nearest to `wanted` first (then the rest in their order)."""
+    near = difflib.get_close_matches(wanted, names, n=count, cutoff=0.5)
+    return (near + [name for name in names if name not in near])[:count]
+
+
 def _record(out: Path, student: str) -> Record | None:
     try:
         return record_from_json(result_path(out, student).read_text(encoding="utf-8"))
@@ -219,11 +247,14 @@ def explain_command(args) -> int:
         return 2
     record = _record(args.out, args.student)
     if record is None:
-        print(f"grader: no record of {args.student} in {args.out}", file=sys.stderr)
+        print(f"grader: {no_record(args.out, args.student)}", file=sys.stderr)
         return 2
     checks = [c for c in record["checks"] if args.check in (None, c["id"])]
     if not checks:
-        print(f"grader: {args.student}'s record has no check {args.check}", file=sys.stderr)
+        ids = [c["id"] for c in record["checks"]]
+        ids = closest_first(str(args.check), ids, len(ids))
+        print(f"grader: {args.student}'s record has no check {args.check} (its checks: {', '.join(ids)})",
+              file=sys.stderr)
         return 2
     print(explanation_text(record, [c["id"] for c in checks]))
     return 0

@@ -35,7 +35,7 @@ from grader.lms.canvas import DEFAULT_ROSTER_KEY, ROSTER_KEYS
 from grader.model.verdicts import grader_fault
 from grader.outputs.summary import summary_table
 from grader.sandbox.isolation import WEAK_OPTION_HELP, WeakIsolation, isolation_for_command
-from grader.student.terminal import add_check_arguments, check_command
+from grader.student.terminal import add_check_arguments, check_command, unrecognized
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -124,7 +124,9 @@ def _main(argv: list[str] | None = None) -> int:
     add_commands(commands)   # adjust, explain: the instructor's, on a results folder (no assignment, no grading)
     add_release_command(commands)   # release: each student's page to the LMS, from a results folder
 
-    args = parser.parse_args(argv)
+    args, extras = parser.parse_known_args(argv)
+    if extras:   # said by the subcommand's parser, with its usage and the closest flag (argparse's would be the top's)
+        unrecognized(commands.choices.get(args.command, parser), extras)
     if getattr(args, "cache_dir", None):
         use_cache_dir(args.cache_dir)     # for this command and every command it starts
     if args.command in CACHE_COMMANDS:    # a cache another user could write is refused before anything is read
@@ -338,8 +340,8 @@ def _grade(assignment, args) -> int:
     print(summary_table(result.records, assignment.groups))
     for line in result.adjustments.lines():   # the instructor's adjustments: applied, and those held back
         print(f"adjustments: {line}")
-    for warning in result.warnings:
-        print(f"canvas: {warning}")
+    for warning in result.warnings:   # the late policy's and Canvas's (canvas.csv's roster matching), each headed
+        print(_headed(warning))
     for note in result.notes:
         print(f"grader: {note}", file=sys.stderr)
     if result.preparing is not None:
@@ -359,6 +361,14 @@ def _grade(assignment, args) -> int:
     for problem in result.problems:
         print(f"grader: {problem}; the other class files are complete.", file=sys.stderr)
     return 1 if failed or broken or result.problems else 0
+
+
+def _headed(warning: str) -> str:
+    """A class warning under its own heading: `late policy:` (lms/late.py's, which may begin so already) or
+    `canvas:` (canvas.csv's: who matched no roster student, who has no submission, rows left empty)."""
+    if warning.startswith("late policy:"):
+        return warning
+    return f"late policy: {warning}" if "late policy" in warning else f"canvas: {warning}"
 
 
 def _check(assignment, args) -> int:

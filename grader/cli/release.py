@@ -55,11 +55,14 @@ never on the command line): per student, the page is uploaded and attached to a 
 HTTPS only (http://localhost for a test server). The token is sent to that Canvas only, never printed or written.
 
 Without --canvas-url (or with --bulk FOLDER): writes OUT/{FOLDER}/{BULK}/<name>_<userid>_<subid>_feedback.html and
-OUT/{FOLDER}/{BULK}.zip (or FOLDER and FOLDER.zip) for Canvas's Re-Upload Submissions, which needs the download names.
+OUT/{FOLDER}/{BULK}.zip (or FOLDER and FOLDER.zip) for Canvas's Re-Upload Submissions, which needs the download names:
+a class whose files Canvas's Download Submissions did not name (plain ids such as alice) goes through the API
+with --roster instead.
 
 OUT/{FOLDER}/{LEDGER} remembers what was released where (student, Canvas user, page sha256, comment, when): a re-run
 sends only pages that changed (--all sends every page again). Exit status 0 when nothing failed, 1 when a student's
-page could not be sent, 2 when the command could not start.
+page could not be sent or no record can be released the way asked (the last line says why), 2 when the command could
+not start.
 
 Gradescope (--gradescope): nothing to do; the results page shows students their feedback."""
 
@@ -130,7 +133,29 @@ def release_command(args) -> int:
     if not any(c.user_id for c in found):
         print("No record has a Canvas user id. If this class is on Gradescope, its results page shows each student "
               "their feedback already (`grader release --gradescope`).")
+    unreachable = _unreachable(args, api, found)
+    if unreachable:   # this way can release nothing of this class: said in one line, and not a success
+        print(f"grader: nothing was released: {unreachable}", file=sys.stderr)
+        return 1
     return 1 if failed else 0
+
+
+def _unreachable(args, api: bool, found: list[Candidate]) -> str | None:
+    """Why no record of the class can reach its student the way asked (None: some can; those that cannot, and those
+    held back for other reasons, are listed above with theirs)."""
+    count = f"none of the {len(found)} record(s) in {args.out}"
+    if not api and not any(c.download for c in found):
+        return (f"{count} has a Canvas download name (<name>_<userid>_<subid>_<file>), which the bulk upload needs to "
+                "find each student's submission: grade the folder Canvas's Download Submissions gave, or send through "
+                "Canvas's API, which finds students through --roster: `grader release --canvas-url URL --course ID "
+                f"--canvas-assignment ID --roster gradebook.csv` (the token in ${args.token_env})")
+    if api and not any(c.user_id for c in found):
+        if args.roster is None:
+            return (f"{count} has a Canvas user id (no Canvas download name): give --roster gradebook.csv, Canvas's "
+                    "gradebook export, whose SIS Login ID is the submission id (--roster-key names another field)")
+        return (f"{count} matches a student of --roster {args.roster} by its {args.roster_key}: --roster-key names "
+                f"the field that holds the submission ids ({', '.join(ROSTER_KEYS)})")
+    return None
 
 
 def _usage_problem(args, api: bool) -> str | None:

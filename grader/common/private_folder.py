@@ -11,9 +11,11 @@ one that is there, and refuses, in one sentence naming the owner or mode and the
 - not owned by the grader's uid;
 - writable by group or others, or below a folder that is (without the sticky bit: its other writers can rename our
   folder away and put theirs in its place);
-- below a sticky shared folder (`/tmp`) with no per-user part: the first folder below it names neither the user nor
-  the uid (`/tmp/grader-cache` can be made first by anyone on a shared node; `/tmp/grader-cache-alice` is the
-  user's own, and refused unless it is).
+- below a sticky shared folder (`/tmp`) with no per-user part, where the grader names that folder: the cache
+  itself, or a folder the grader makes now, directly in the shared folder names neither the user nor the uid
+  (`/tmp/grader-cache` can be made first by anyone on a shared node; `/tmp/grader-cache-alice` is the user's own, and
+  refused unless it is). A folder already there that the user owns and no one else can write (a checkout in
+  `/tmp/course`, whose build folder holds a cache) is the user's: its name proves nothing more.
 
 On systems without POSIX owners and modes (Windows) there is nothing to check, and nothing is refused.
 """
@@ -23,6 +25,8 @@ from __future__ import annotations
 import os
 import stat
 from pathlib import Path
+
+from grader.common import system
 
 PRIVATE_MODE = 0o700
 
@@ -38,15 +42,18 @@ def private_folder(folder: Path, what: str = "cache folder") -> Path:
     if not _posix():
         folder.mkdir(parents=True, exist_ok=True)
         return folder
-    _make(folder)
-    problem = unsafe_reason(folder, what)
+    made = _make(folder)
+    problem = unsafe_reason(folder, what, named={folder, *made})
     if problem:
         raise UnsafeFolder(problem)
     return folder
 
 
-def unsafe_reason(folder: Path, what: str = "cache folder") -> str | None:
-    """Why `folder` (which exists) is not this user's alone, as one sentence with the fix; None when it is."""
+def unsafe_reason(folder: Path, what: str = "cache folder", named: set[Path] | None = None) -> str | None:
+    """Why `folder` (which exists) is not this user's alone, as one sentence with the fix; None when it is. `named`:
+    the folders the grader chose the name of (the folder itself, those it just made), which need a per-user part
+    where they sit directly in a sticky shared folder."""
+    named = {Path(os.path.realpath(path)) for path in (named or {folder})}
     me = os.geteuid()
     resolved = Path(os.path.realpath(folder))
     fix = _fix()
@@ -75,7 +82,7 @@ def unsafe_reason(folder: Path, what: str = "cache folder") -> str | None:
         if not above.st_mode & stat.S_ISVTX:
             return (f"The {what} {folder} is inside {parent}, which {_writers(above.st_mode)} can write, so they "
                     f"could replace it: {fix}.")
-        if not _names_user(child.name, me):
+        if child in named and not _names_user(child.name, me):
             return (f"The {what} {folder} is inside {child}, directly under the shared folder {parent}, and that "
                     f"name has no per-user part (another user could have made it first): {fix}.")
         if os.stat(child).st_uid != me:
@@ -84,8 +91,8 @@ def unsafe_reason(folder: Path, what: str = "cache folder") -> str | None:
     return None
 
 
-def _make(folder: Path) -> None:
-    """Each missing folder made 0700 (os.makedirs gives the folders above the last the umask's mode)."""
+def _make(folder: Path) -> list[Path]:
+    """Each missing folder made 0700 (os.makedirs gives the folders above the last the umask's mode); those made."""
     missing: list[Path] = []
     probe = folder
     while not probe.exists() and probe != probe.parent:
@@ -97,6 +104,7 @@ def _make(folder: Path) -> None:
         except FileExistsError:
             continue   # another command made it at the same moment: checked below like any folder found
         os.chmod(path, PRIVATE_MODE)   # whatever the umask
+    return missing
 
 
 def _ancestors(folder: Path) -> list[tuple[Path, Path]]:
@@ -151,4 +159,4 @@ def _fix() -> str:
 
 
 def _posix() -> bool:
-    return hasattr(os, "geteuid") and os.name == "posix"
+    return system.POSIX

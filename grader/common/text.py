@@ -3,9 +3,10 @@ feedback without cutting a word in half, and whether a piece of source is Python
 
 from __future__ import annotations
 
-import ast
 import re
 from typing import Any
+
+from grader.common.python_ast import ast_parse
 
 SURROGATE = re.compile("[\ud800-\udfff]")
 REPLACEMENT = "\ufffd"
@@ -61,7 +62,7 @@ def clip(text: str, limit: int) -> str:
 def parses(code: str, mode: str = "exec") -> bool:
     """Python reads `code` as statements (mode "exec") or as one expression ("eval")."""
     try:
-        ast.parse(code, mode=mode)
+        ast_parse(code, mode=mode)
     except (SyntaxError, ValueError):
         return False
     return True

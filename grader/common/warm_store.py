@@ -17,7 +17,6 @@ with files, a folder `<part>/` (compiled programs). Why it is shaped like this:
 
 from __future__ import annotations
 
-import fcntl
 import hashlib
 import json
 import os
@@ -30,6 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from grader.common.file_lock import exclusive
 from grader.common.files import atomic_write
 
 FORMAT = 1
@@ -154,18 +154,8 @@ class WarmStore:
     @contextmanager
     def lock(self, name: str, blocking: bool = True) -> Iterator[bool]:
         """An exclusive lock of one part (released when the holder exits, even when it is killed)."""
-        path = self.folder / "locks" / f"{name}.lock"
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with open(path, "a") as handle:
-            try:
-                fcntl.flock(handle, fcntl.LOCK_EX | (0 if blocking else fcntl.LOCK_NB))
-            except BlockingIOError:
-                yield False
-                return
-            try:
-                yield True
-            finally:
-                fcntl.flock(handle, fcntl.LOCK_UN)
+        with exclusive(self.folder / "locks" / f"{name}.lock", blocking) as held:
+            yield held
 
     def _clean_staging(self) -> None:
         for path in (self.folder / "staging").glob("*") if (self.folder / "staging").is_dir() else []:

@@ -11,7 +11,6 @@ only its own checks. Both are loaded here, by name, as check code; the config st
 
 from __future__ import annotations
 
-import ast
 import hashlib
 import importlib.util
 import json
@@ -23,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from grader import PACKAGE_DIR
+from grader.common.python_ast import ast_parse
 from grader.config.check_functions import check_function
 from grader.config.late import TABLE as LATE_TABLE
 from grader.config.validate import (  # noqa: F401 -- ConfigError and the vocabularies are imported from here too
@@ -222,7 +222,7 @@ def load_rewritten(path: Path, name: str) -> types.ModuleType:
     from _pytest.assertion.rewrite import rewrite_asserts
 
     source = path.read_bytes()
-    tree = ast.parse(source, str(path))
+    tree = ast_parse(source, str(path))
     rewrite_asserts(tree, source, str(path))
     module = types.ModuleType(name)
     module.__file__ = str(path)

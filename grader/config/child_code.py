@@ -9,11 +9,12 @@ import ast
 import types
 from pathlib import Path
 
+from grader.common.python_ast import ast_parse
 from grader.config.wording import names, spelling
 
 
 def functions(source: str) -> dict[str, ast.FunctionDef]:
-    tree = ast.parse(source)
+    tree = ast_parse(source)
     return {node.name: node for node in tree.body if isinstance(node, ast.FunctionDef)}
 
 

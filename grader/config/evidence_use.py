@@ -7,6 +7,8 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+from grader.common.python_ast import ast_parse
+
 EVIDENCE_QUESTIONS = ("evaluations", "sightings", "evidence_gaps")   # RunView methods that read the recorded evidence
 
 
@@ -16,7 +18,7 @@ def evidence_problems(config: dict, folder: Path, shown: Path) -> list[str]:
     if config.get("evidence"):
         return []
     try:
-        tree = ast.parse((folder / "checks.py").read_text())
+        tree = ast_parse((folder / "checks.py").read_text())
     except (OSError, SyntaxError):
         return []          # reported where checks.py is loaded
     asked = sorted({(node.lineno, node.attr) for node in ast.walk(tree)

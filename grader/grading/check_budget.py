@@ -11,11 +11,11 @@ from what the runs in flight beside it add (their frames and snapshots, another 
 (`run_in_flight` declares each run's bound: frames.py's budgets), and a check overruns its memory only by growing
 past its own budget plus every bound in flight, so no record is charged for another's run.
 
-One watchdog thread, idle while no check runs, samples every POLL_SECONDS the check thread's own CPU clock and the
-process's resident set, and on an overrun raises `CheckOverrun` in the check's thread (PyThreadState_SetAsyncExc:
-it lands at the check's next bytecode). A pending exception is withdrawn under the watchdog's lock when the check
-ends first. Work inside one C call (a NumPy operation) is only stopped when it returns; the CPU time is measured
-again then, so it is charged all the same.
+One watchdog thread, idle while no check runs, samples every POLL_SECONDS the check thread's own CPU clock (the
+process's, where the system has no clock per thread) and the process's resident set (Linux), and on an overrun
+raises `CheckOverrun` in the check's thread (PyThreadState_SetAsyncExc: it lands at the check's next bytecode). A
+pending exception is withdrawn under the watchdog's lock when the check ends first. Work inside one C call (a NumPy
+operation) is only stopped when it returns; the CPU time is measured again then, so it is charged all the same.
 """
 
 from __future__ import annotations
@@ -24,13 +24,14 @@ import ctypes
 import os
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
+from grader.common import system
+
 POLL_SECONDS = 0.02
 REFIRE_SECONDS = 0.5          # a check that swallowed the exception (a bare except) is interrupted again
-PAGE = os.sysconf("SC_PAGE_SIZE")
 
 
 class CheckOverrun(BaseException):
@@ -64,18 +65,31 @@ _STATM: list[tuple[int, int]] = []    # (pid, fd of its /proc/<pid>/statm), open
 
 
 def resident_bytes() -> int:
+    """This process's resident memory where Linux's /proc says it, else 0 (no memory budget: macOS, Windows)."""
+    if not system.POSIX:
+        return 0
     try:
         if not _STATM or _STATM[0][0] != os.getpid():
             _STATM[:] = [(os.getpid(), os.open(f"/proc/{os.getpid()}/statm", os.O_RDONLY | os.O_CLOEXEC))]
-        return int(os.pread(_STATM[0][1], 256, 0).split()[1]) * PAGE
+        return int(os.pread(_STATM[0][1], 256, 0).split()[1]) * os.sysconf("SC_PAGE_SIZE")
     except (OSError, ValueError, IndexError):
         return 0
+
+
+def cpu_clock(ident: int) -> Callable[[], float]:
+    """The CPU time of thread `ident`, readable from another thread, where the system has a clock per thread (Linux);
+    else the process's CPU time (macOS, Windows), which counts every thread: never less than the check's own."""
+    per_thread = getattr(time, "pthread_getcpuclockid", None)
+    if per_thread is not None:
+        clock = per_thread(ident)
+        return lambda: time.clock_gettime(clock)
+    return time.process_time
 
 
 @dataclass
 class Watch:
     ident: int
-    clock: int
+    clock: Callable[[], float]
     cpu_seconds: float
     memory_bytes: int
     cpu_start: float
@@ -85,7 +99,7 @@ class Watch:
     pending: bool = field(default=False, repr=False)   # an exception raised in its thread, perhaps not delivered yet
 
     def cpu_used(self) -> float:
-        return time.clock_gettime(self.clock) - self.cpu_start
+        return self.clock() - self.cpu_start
 
     def overrun(self, memory_now: int) -> str:
         cpu = self.cpu_used()
@@ -159,8 +173,8 @@ class Budget:
 
     def __enter__(self) -> Budget:
         ident = threading.get_ident()
-        clock = time.pthread_getcpuclockid(ident)
-        self.watch = Watch(ident, clock, self.cpu_seconds, self.memory_bytes, time.clock_gettime(clock),
+        clock = cpu_clock(ident)
+        self.watch = Watch(ident, clock, self.cpu_seconds, self.memory_bytes, clock(),
                            resident_bytes())
         WATCHDOG.start(self.watch)
         return self

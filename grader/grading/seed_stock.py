@@ -14,11 +14,11 @@ is tested again when taken: a seed the file holds is only ever a candidate.
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import json
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+from grader.common.file_lock import exclusive
 from grader.common.files import atomic_write
 
 STOCK = 2          # seeds kept ready: a batch whose world is rejected takes a second one
@@ -81,10 +81,5 @@ class SeedStock:
 
     @contextlib.contextmanager
     def _locked(self) -> Iterator[None]:
-        self.lock_path.parent.mkdir(parents=True, exist_ok=True)
-        with open(self.lock_path, "a") as handle:
-            fcntl.flock(handle, fcntl.LOCK_EX)
-            try:
-                yield
-            finally:
-                fcntl.flock(handle, fcntl.LOCK_UN)
+        with exclusive(self.lock_path):
+            yield

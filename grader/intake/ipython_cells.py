@@ -22,6 +22,7 @@ import tokenize
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from grader.common.python_ast import ast_parse
 from grader.common.text import parses
 
 CODE_CELL_MAGICS = ("time", "capture")   # cell magics whose body IPython runs in the notebook's namespace
@@ -218,7 +219,7 @@ def _time_statement(argument: str) -> str | None:
 def _resolve(lines: list[str], origin: list[int]) -> CellPython:
     """Replace each `get_ipython().…(...)` call IPython wrote by the Python it stands for, or by nothing."""
     try:
-        tree = ast.parse("".join(lines))
+        tree = ast_parse("".join(lines))
     except SyntaxError:
         return CellPython(_place([line.rstrip("\n") for line in lines], origin))   # the run reports it, in place
     not_run: list[tuple[int, str]] = []

@@ -15,6 +15,7 @@ import json
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
+from grader.common.python_ast import ast_parse
 from grader.common.text import clean
 from grader.intake.ipython_cells import Budget, cell_python
 
@@ -41,7 +42,7 @@ def parsed_units(source: str, cells: list[Cell] | None = None,
         if worth_parsing is not None and not worth_parsing(text):
             continue
         try:
-            yield number, ast.parse(text)
+            yield number, ast_parse(text)
         except (SyntaxError, ValueError):
             yield number, None
 

@@ -9,9 +9,10 @@ from typing import Any, NotRequired, TypedDict
 
 from grader.model.limits import Limits
 
-# The folder a tagged run compiles the file's code under (`code_tag`; sandbox/child/tracebacks.py names it). The run
-# itself can read it (a traceback, a warning's file name, `__code__`), so it proves nothing about a method; it is
-# kept out of everything a student reads (`without_run_tags`), where it would only be noise.
+# The folder JAX's residual printing puts before the file's name in a tagged run (sandbox/child/run_world.py
+# tag_residual_sources). It shows that a report's positions were made in this run, not typed in; a file that reaches
+# into the grader's closures can still read it (flagged for review), so it never proves a method alone. It is kept
+# out of everything a student reads (`without_run_tags`), where it would only be noise.
 RUN_TAG_FOLDER = re.compile(r"/run-[0-9a-f]{16}/")
 
 
@@ -56,6 +57,8 @@ class Job(TypedDict):
     compilation_cache_dir: NotRequired[str]
     seccomp: NotRequired[str | None]       # the syscall filter program, base64 (None: no filter available)
     own_rlimits: NotRequired[dict[str, int] | None]   # the portable strategy: rlimits the run sets on itself
+    stdio_channel: NotRequired[bool]       # the portable strategy: frames on stdout, the file's output on stderr
+    soft_timer: NotRequired[str]           # "thread": the soft limit's alarm is a watcher thread (child/timer.py)
     channel_fd: NotRequired[int]
     control_fd: NotRequired[int]
 

@@ -34,8 +34,12 @@ class FrameReader:
     `[{},{},...]` or of `[1.5,2.5,...]` costs a refusal, not gigabytes of dicts or floats. Commas and colons
     inside strings count too: the count can only overstate what parsing would build."""
 
-    def __init__(self, budget: int, max_objects: int = Limits.channel_max_objects):
+    def __init__(self, budget: int, max_objects: int = Limits.channel_max_objects, takes_setup: bool = False):
         self.budget = budget
+        # The portable strategy's run has no control pipe: the harness's set-up report is its first `setup` frame,
+        # sent before any student code runs (so none can come before it); any later one is dropped as unread.
+        self.takes_setup = takes_setup
+        self.setup: dict | None = None
         self.max_objects = max_objects
         self.objects = 0
         self.buffer = bytearray()
@@ -78,6 +82,9 @@ class FrameReader:
             if not isinstance(frame, dict) or not isinstance(frame.get("type"), str):
                 self.problem = "the data channel carried a malformed frame; the rest was ignored"
                 return
+            if frame["type"] == "setup" and self.takes_setup and self.setup is None:
+                self.setup = frame["report"] if isinstance(frame.get("report"), dict) else {}
+                continue
             if frame["type"] not in FRAME_TYPES:
                 self.ignored += 1
                 continue

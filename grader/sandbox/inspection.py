@@ -69,6 +69,7 @@ class SandboxFacts:
     """What one probe run saw of its sandbox (`failure`: why the probe could not run at all)."""
 
     failure: str = ""
+    cannot_start_python: bool = False    # `failure` is python_access.py's sentence: found before any run
     host_files_visible: bool = True
     own_proc: bool = False
     uid: int | None = None
@@ -98,7 +99,7 @@ class SandboxFacts:
     def weaknesses(self) -> list[str]:
         """What makes a run's sandbox weak, in words (empty when it is strong)."""
         if not self.ran:
-            return [f"a run could not start ({self.failure})"]
+            return [self.failure if self.cannot_start_python else f"a run could not start ({self.failure})"]
         found = []
         if self.host_files_visible:
             found.append("the machine's files are visible to student code")

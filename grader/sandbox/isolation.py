@@ -26,7 +26,6 @@ enforced and counts only this run's processes, and no file outside its sandbox i
 from __future__ import annotations
 
 import os
-import pwd
 import secrets
 import shutil
 import subprocess
@@ -36,8 +35,10 @@ import threading
 from functools import lru_cache
 from pathlib import Path
 
+from grader.common import system
 from grader.model.limits import Limits
 from grader.sandbox.inspection import SandboxFacts, inspect_with, parse_printed, script
+from grader.sandbox.python_access import cannot_start
 from grader.sandbox.run_environment import child_environment
 from grader.sandbox.scratch import make_temp_dir
 from grader.sandbox.shared_python import folders_to_show
@@ -65,10 +66,13 @@ class UidPool:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._taken: set[int] = set()
-        self._system = {entry.pw_uid for entry in pwd.getpwall()}
+        self._system: set[int] | None = None   # the accounts' uids, read at the first run that switches uid (POSIX)
 
     def take(self) -> int:
         with self._lock:
+            if self._system is None:
+                import pwd
+                self._system = {entry.pw_uid for entry in pwd.getpwall()}
             while True:
                 uid = UID_RANGE[0] + secrets.randbelow(UID_RANGE[1] - UID_RANGE[0])
                 if uid not in self._taken and uid not in self._system:
@@ -155,7 +159,14 @@ class Isolation:
         """Run the probe under this strategy's command line, as a run would be (a uid of its own when root)."""
         if not self.available():
             return SandboxFacts(failure=f"{type(self).__name__.lower()}'s tool is not installed")
+        problem = self.python_problem()
+        if problem:   # its runs could not even start this Python: said now, with the fix, never by a failing run
+            return SandboxFacts(failure=problem, cannot_start_python=True)
         return inspect_with(self._probe)
+
+    def python_problem(self) -> str | None:
+        """Why a run's own uid cannot start this Python (python_access.py), where runs switch to one; else None."""
+        return cannot_start() if self.switches_uid else None
 
     def _probe(self, canary: Path) -> object:
         workdir = make_temp_dir("probe")
@@ -224,6 +235,14 @@ class Bubblewrap(Isolation):
     def available(self) -> bool:
         return bool(self.bwrap)
 
+    def python_problem(self) -> str | None:
+        """As for any strategy, but only the folders the sandbox shows count (the folders above them it makes
+        enterable)."""
+        if not self.switches_uid:
+            return None
+        shown = python_dirs() + [Path(path) for path in (*SYSTEM_DIRS, *SYSTEM_LINKS_OR_DIRS) if os.path.isdir(path)]
+        return cannot_start(shown=shown)
+
 
 RUNTIME_NAME = "_grader_runtime"   # the folder of grader/child/ modules inside a run's working dir
 NAMESPACES = ("--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
@@ -289,11 +308,19 @@ def parents_traversable(path: Path) -> list[str]:
     return args
 
 
-@lru_cache(maxsize=1)
 def strongest_available() -> Isolation:
     """The first strategy whose probe run was strong; else the first that runs at all (weak: `require_isolation`
     refuses it unless asked for); else the process group (whose facts say why nothing runs). Measured once per
-    process: `recheck` measures again (each batch does)."""
+    process: `recheck` measures again (each batch does). A system without POSIX (Windows) has none to probe."""
+    if not system.POSIX:
+        nothing = ProcessGroup()
+        nothing._facts = SandboxFacts(failure="this system has no sandbox: bubblewrap, unshare and rlimits are Linux's")
+        return nothing
+    return _strongest()
+
+
+@lru_cache(maxsize=1)
+def _strongest() -> Isolation:
     tried: list[Isolation] = []
     for strategy in (Bubblewrap(), Unshare(), ProcessGroup()):
         if strategy.available() and strategy.strong:
@@ -307,7 +334,7 @@ def strongest_available() -> Isolation:
 
 def recheck() -> Isolation:
     """Inspect the machine's strategies again (a batch checks its own preconditions, not an earlier command's)."""
-    getattr(strongest_available, "cache_clear", lambda: None)()
+    _strongest.cache_clear()
     return strongest_available()
 
 
@@ -349,6 +376,11 @@ def require_isolation(strategy: Isolation | None = None, allow_weak: bool | None
     facts = strategy.facts
     if facts.strong:
         return strategy
+    if facts.cannot_start_python:   # one sentence with the folder and the fix (what was tried before, after it)
+        before = [f"{type(each).__name__.lower()}: {'; '.join(each.facts.weaknesses())}"
+                  for each in getattr(strategy, "passed_over", []) if each.facts.failure != facts.failure]
+        raise WeakIsolation(f"refusing to grade: {facts.failure}" + (f" (tried first: {' / '.join(before)})"
+                                                                       if before else ""))
     if not facts.ran or facts.as_root:
         raise WeakIsolation(
             f"refusing to grade: no sandbox here can run student code safely ({_why(strategy)}). Student code never "

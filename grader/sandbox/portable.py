@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import sys
 
+from grader.common import system
 from grader.model.limits import Limits
 from grader.sandbox import isolation
 from grader.sandbox.inspection import SandboxFacts
@@ -16,10 +17,11 @@ from grader.sandbox.shared_python import portable_forced, shared
 
 
 class Portable(isolation.Isolation):
-    """A student's check on a machine without a working sandbox: a plain subprocess of the student's own Python, in a
-    new session, with the rlimits the run sets on itself and the wall limit the parent keeps. Nothing Linux-only
-    (no prlimit or setpriv binaries, namespaces, cgroup or syscall filter): it runs wherever Python has `os.pipe`,
-    sessions and `resource` (Linux, macOS). Never used by the instructor's batch: it isolates nothing."""
+    """A student's check on a machine without a working sandbox: a plain subprocess of the student's own Python, run
+    by portable_run.py with nothing but what Python offers on Linux, macOS and Windows (its three pipes, threads for
+    reading and for the time limits, `Popen.kill` of a process group of its own); on POSIX also the rlimits the run
+    sets on itself and its whole session killed (common/system.py). No prlimit or setpriv binaries, namespaces,
+    cgroup or syscall filter. Never used by the instructor's batch: it isolates nothing."""
 
     name = "plain subprocesses of your own Python (portable strategy)"
     reach = ("plain subprocesses of your own Python, with time and memory limits: no sandbox, which a check of your "
@@ -28,11 +30,16 @@ class Portable(isolation.Isolation):
     setpriv = None
     portable = True
 
+    def __init__(self) -> None:
+        if not system.POSIX:   # no rlimits there (Windows): the wall and soft time limits only
+            self.reach = self.reach.replace("with time and memory limits", "with time limits")
+
     def inspect(self) -> SandboxFacts:
         return SandboxFacts(failure="the portable strategy is not a sandbox")
 
     def describe(self) -> str:
-        return f"{self.name}, rlimits set by the run itself, scrubbed environment"
+        limits = "rlimits set by the run itself" if system.POSIX else "time limits only"
+        return f"{self.name}, {limits}, scrubbed environment"
 
     @staticmethod
     def own_rlimits(limits: Limits) -> dict[str, int]:
@@ -45,8 +52,9 @@ class Portable(isolation.Isolation):
 
 def student_strategy() -> isolation.Isolation:
     """How a student's check starts its runs (shared_python.py): bubblewrap where it is strong here, else the portable
-    strategy (also when forced by $GRADER_PORTABLE_RUNS). Never refused: the file and the machine are the student's."""
-    if portable_forced():
+    strategy (also when forced by $GRADER_PORTABLE_RUNS, and on a system without POSIX: Windows, where no sandbox is
+    even tried). Never refused: the file and the machine are the student's."""
+    if portable_forced() or not system.POSIX:
         return Portable()
     strongest = isolation.strongest_available()
     return strongest if isinstance(strongest, isolation.Bubblewrap) and strongest.facts.strong else Portable()

@@ -8,21 +8,16 @@ size-capped). The whole process group is killed at the hard wall-clock limit and
 does not count time the run waited for a CPU other work held (child/cpu_wait.py), up to the configured allowance.
 
 `grader.sandbox.isolation` chooses how the child is isolated (a pid namespace where possible) and wraps the
-command line; every result records its description.
+command line; every result records its description. A student's check without a sandbox (the portable strategy)
+runs by portable_run.py instead, which uses nothing but what every system has.
 """
 
 from __future__ import annotations
 
 import atexit
 import base64
-
-try:
-    import fcntl
-except ImportError:   # not on Windows: the pipe keeps its own size there
-    fcntl = None  # type: ignore[assignment]
 import json
 import os
-import resource
 import select
 import shutil
 import signal
@@ -48,7 +43,7 @@ from grader.sandbox.child.cpu_wait import (
 )
 from grader.sandbox.frames import FrameReader
 from grader.sandbox.isolation import RUNTIME_NAME, UIDS, Isolation
-from grader.sandbox.portable import Portable, default_isolation
+from grader.sandbox.portable import default_isolation
 from grader.sandbox.run_environment import child_environment
 from grader.sandbox.scratch import make_temp_dir
 from grader.sandbox.seccomp import describe as seccomp_description
@@ -136,6 +131,8 @@ class OutputKeeper:
 
 def apply_limits(pid: int, limits: Limits) -> None:
     """Set rlimits on the child before it reads its job (so before any student code runs)."""
+    import resource  # Linux: the sandbox's strategies only (common/system.py)
+
     for name, value in limits.rlimits().items():
         resource.prlimit(pid, getattr(resource, f"RLIMIT_{name.upper()}"), (value, value))
 
@@ -180,7 +177,10 @@ def run_job(job: Job, limits: Limits, isolation: Isolation | None = None, python
     `own_uid=False` keeps the grader's uid and leaves out the cgroup and syscall filter: only for trusted code
     (the reference solution warming a cache)."""
     isolation = isolation or default_isolation()   # below namespaces only when asked for (or a student's check)
-    own_uid = own_uid and not isolation.portable   # the portable strategy: the student's own process, as is
+    if isolation.portable:   # a student's check without a sandbox: nothing but what every system has
+        from grader.sandbox.portable_run import run_portable
+
+        return run_portable(job, limits, isolation, python)
     workdir = make_temp_dir("run")
     started = time.monotonic()
     read_fd, write_fd = os.pipe()
@@ -211,11 +211,10 @@ def run_job(job: Job, limits: Limits, isolation: Isolation | None = None, python
         os.close(write_fd)
         os.close(control_write)
         channel_fd, control_fd, write_fd, control_write = write_fd, control_write, -1, -1
-        if isolation.limits_need_pid and not isolation.portable:
+        if isolation.limits_need_pid:
             apply_limits(process.pid, limits)
         program = filter_program() if own_uid else None
-        own_limits = Portable.own_rlimits(limits) if isolation.portable else None   # set by the run on itself
-        _send_job(process, {**job, "channel_fd": channel_fd, "control_fd": control_fd, "own_rlimits": own_limits,
+        _send_job(process, {**job, "channel_fd": channel_fd, "control_fd": control_fd,
                             "seccomp": base64.b64encode(program).decode("ascii") if program else None})
         _pump(process, read_fd, control_read, limits, raw, group)
     except OSError as error:   # the sandbox could not start the run: the grader's failure, retried by the caller
@@ -348,7 +347,9 @@ CONTROL_MAX_BYTES = 4096
 
 def widen_pipe(fd: int) -> None:
     """Let the pipe behind `fd` hold PIPE_BYTES where the system allows it (Linux), else leave it as it is."""
-    setting = getattr(fcntl, "F_SETPIPE_SZ", None) if fcntl is not None else None
+    import fcntl  # the sandbox's strategies only (Linux: common/system.py)
+
+    setting = getattr(fcntl, "F_SETPIPE_SZ", None)
     if setting is None:
         return
     try:

@@ -11,14 +11,30 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import stat
 import tempfile
 import threading
 from pathlib import Path
+
+from grader.common import system
 
 KINDS = ("run", "zygote", "probe")
 NAME = re.compile(rf"grader-(?:{'|'.join(KINDS)})-(\d+)-.+")
 _swept: list[bool] = []
 _lock = threading.Lock()
+
+
+def remove_folder(folder: Path) -> None:
+    """Remove a folder made here, whatever is in it (on Windows a read-only file, such as a run's copy of the
+    submission, must be made writable first)."""
+    if not system.POSIX:
+        for base, _, files in os.walk(folder):
+            for name in files:
+                try:
+                    os.chmod(os.path.join(base, name), stat.S_IWRITE)
+                except OSError:
+                    pass
+    shutil.rmtree(folder, ignore_errors=True)
 
 
 def make_temp_dir(kind: str) -> Path:
@@ -56,7 +72,10 @@ def ours(folder: Path | None = None, pid: int | None = None) -> list[Path]:
 
 
 def grader_alive(pid: int) -> bool:
-    """Whether the grader whose pid a leftover carries may still be running (a reused pid errs on the safe side)."""
+    """Whether the grader whose pid a leftover carries may still be running (a reused pid errs on the safe side).
+    Without POSIX (Windows, where `os.kill(pid, 0)` would send a Ctrl+C) it may always be: nothing is removed."""
+    if not system.POSIX:
+        return True
     try:
         os.kill(pid, 0)
     except ProcessLookupError:

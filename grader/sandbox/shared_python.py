@@ -9,7 +9,7 @@ environment variables steering the interpreter); the child adopts the list itsel
 
 How runs start in a shared environment (isolation.student_strategy): bubblewrap where it works strongly here (the
 fork server too, as root), with these folders shown read-only; else the portable strategy, a plain subprocess of
-this Python with rlimits the run sets on itself (POSIX: Linux and macOS). `GRADER_PORTABLE_RUNS=1` forces the
+this Python (sandbox/portable_run.py: Linux, macOS and Windows). `GRADER_PORTABLE_RUNS=1` forces the
 portable strategy (tests, or a student whose sandbox tools misbehave).
 """
 
@@ -19,6 +19,8 @@ import json
 import os
 import sys
 from pathlib import Path
+
+from grader.common import system
 
 PORTABLE_ENV = "GRADER_PORTABLE_RUNS"
 # Where the dynamic loader finds the libraries of a Python built with a shared libpython (HPC modules, some conda
@@ -57,10 +59,12 @@ def portable_forced() -> bool:
 
 
 def loader_environment() -> dict[str, str]:
-    """The loader variables of this process, for its runs, when it shares its environment (else nothing)."""
+    """The loader variables of this process, for its runs, when it shares its environment (else nothing). On Windows
+    the loader's path is PATH (a conda Python's DLLs are found there)."""
     if not _shared:
         return {}
-    return {name: os.environ[name] for name in LOADER_VARIABLES if os.environ.get(name)}
+    names = LOADER_VARIABLES if system.POSIX else ("PATH",)
+    return {name: os.environ[name] for name in names if os.environ.get(name)}
 
 
 def write_import_paths(runtime: Path) -> None:

@@ -20,8 +20,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from grader.config.similarity import SimilaritySettings
+from grader.similarity.documents import Chunk, Document
 from grader.similarity.fingerprints import Fingerprints, all_hashes, fingerprints, kgram_hashes, token_id
-from grader.similarity.store import Chunk, Document
 from grader.similarity.tokens import MAX_TOKENS, Unit, units_of
 
 MAX_REGIONS = 8

@@ -20,7 +20,8 @@ from grader.config.similarity import SimilaritySettings, similarity_settings
 from grader.intake.discovery import Submission
 from grader.runs.snapshot import Snapshot
 from grader.similarity.code_match import Boilerplate, CodeMatch, match, prepare, regions, shared_pairs
-from grader.similarity.store import Document, boilerplate_chunks, load_earlier, load_results, write_sidecar
+from grader.similarity.documents import Document
+from grader.similarity.store import boilerplate_chunks, load_earlier, load_results, write_sidecar
 from grader.similarity.value_match import (
     SharedValue,
     compared_run,

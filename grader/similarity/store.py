@@ -30,6 +30,8 @@ from grader.grading.record_limits import RECORD_BYTES
 from grader.intake.discovery import Submission, discover, safe_filename
 from grader.intake.notebook import NotebookError, notebook_cells
 from grader.model.record import Record, record_from_json
+from grader.similarity import code_match
+from grader.similarity.documents import Chunk, Document
 from grader.similarity.tokens import MAX_TOKENS, UNITS_REMEMBERED, Unit, units_version
 
 FOLDER = "similarity"
@@ -43,30 +45,6 @@ EARLIER_TOKENISE_BYTES = 32 * 1024**2   # code of one earlier term tokenised her
 
 
 AHEAD_CHUNKS = UNITS_REMEMBERED // 2   # tokenised ahead at most: none pushed out before its record needs it
-
-
-@dataclass(frozen=True)
-class Chunk:
-    """A whole .py file (cell None) or one notebook code cell (its number among all the notebook's cells)."""
-    cell: int | None
-    source: str
-
-
-@dataclass
-class Document:
-    id: str
-    file: str
-    chunks: list[Chunk]
-    values: dict[str, Any] | None = None         # exercise values of the baseline run (the graded binding)
-    failed: frozenset[str] = frozenset()         # checks below full marks
-    judged: frozenset[str] = frozenset()         # checks the record holds (a value judged by none is not "wrong")
-    term: str = ""                               # "" for this batch, else the earlier term's label
-    sha256: str = ""
-    units: list[Unit] | None = None              # the statement units kept in its sidecar (None: tokenise chunks)
-
-    @property
-    def label(self) -> str:
-        return f"{self.term}/{self.id}" if self.term else self.id
 
 
 @dataclass
@@ -147,12 +125,10 @@ def write_sidecar(out: Path, submission: Submission, values: dict[str, Any] | No
     """Keep a submission's code (and, when it ran, its exercise values) for the similarity report. The values are
     under the record's size guard (`bounded_values`); the code is the submission's own, under its size limit; its
     units are those of its first MAX_TOKENS tokens."""
-    from grader.similarity.code_match import all_units  # (code_match reads this module's types)
-
     chunks = chunks_of(submission)
     data = {"format": FORMAT, "submission": submission.id, "file": submission.relative, "sha256": submission.sha256,
             "chunks": [{"cell": c.cell, "source": c.source} for c in chunks],
-            "units": encode_units(all_units(chunks)), "values": bounded_values(values)}
+            "units": encode_units(code_match.all_units(chunks)), "values": bounded_values(values)}
     atomic_write(sidecar_path(out, submission.id), json.dumps(clean_data(data), allow_nan=False, default=str) + "\n")
 
 
@@ -160,8 +136,6 @@ def tokenise_ahead(submissions: list[Submission], stop: threading.Event) -> None
     """Tokenise the submissions' code before their records arrive (the batch calls it in the background while its
     warm-up compiles and a core is idle): each record's sidecar then only looks its units up (tokens.units_of
     remembers them). Nothing here can fail a batch: a file whose code cannot be read is tokenised with its record."""
-    from grader.similarity.code_match import all_units  # (code_match reads this module's types)
-
     chunks = 0
     for submission in submissions:
         if stop.is_set() or chunks >= AHEAD_CHUNKS:
@@ -170,7 +144,7 @@ def tokenise_ahead(submissions: list[Submission], stop: threading.Event) -> None
             try:
                 code = chunks_of(submission)
                 chunks += len(code)
-                all_units(code)
+                code_match.all_units(code)
             except Exception:  # noqa: BLE001,S112 -- the record's own sidecar tries again and says what went wrong
                 continue
 
@@ -214,9 +188,7 @@ def load_results(out: Path) -> Loaded:
 def _keep_units(path: Path, stored: dict, chunks: list[Chunk]) -> list[Unit]:
     """The units of a sidecar's chunks, written into it (this class's own folder) so that no later run or term
     tokenises them again."""
-    from grader.similarity.code_match import all_units
-
-    units = all_units(chunks)
+    units = code_match.all_units(chunks)
     try:
         atomic_write(path, json.dumps(clean_data({**stored, "units": encode_units(units)}), allow_nan=False,
                                       default=str) + "\n")

@@ -29,6 +29,7 @@ import tokenize
 from dataclasses import dataclass
 from pathlib import Path
 
+from grader.common.python_ast import ast_parse
 from grader.similarity.normalise import normalise
 
 MAX_TOKENS = 40000          # per document: a huge file is compared by its first 40k tokens (linear cost)
@@ -135,7 +136,7 @@ def _normalised(source: str) -> tuple[str, dict[int, tuple[int, int]], ast.Modul
     try:
         normalise(tree, statement_key)
         text = ast.unparse(tree)
-        again = ast.parse(text)
+        again = ast_parse(text)
     except (SyntaxError, ValueError, RecursionError, MemoryError, TypeError, AttributeError):
         return None
     lines: dict[int, tuple[int, int]] = {}
@@ -185,14 +186,14 @@ def _unit_starts(source: str, parsed: ast.Module | None = None) -> list[tuple[in
 
 def _parse(source: str) -> ast.Module | None:
     try:
-        return ast.parse(source)
+        return ast_parse(source)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None
 
 
 def _syntax_error_line(source: str) -> int:
     try:
-        ast.parse(source)
+        ast_parse(source)
     except SyntaxError as error:
         return error.lineno or 1
     except (ValueError, RecursionError, MemoryError):

@@ -28,7 +28,7 @@ from grader.config.assignment import Assignment
 from grader.config.similarity import SimilaritySettings
 from grader.runs.provenance import Provenance
 from grader.runs.snapshot import Opaque, Snapshot
-from grader.similarity.store import Document
+from grader.similarity.documents import Document
 
 MAX_SHOWN = 160
 NATURAL_CONSTANTS = tuple(sorted({float(np.finfo(kind).eps) ** power for kind in (np.float16, np.float32, np.float64)

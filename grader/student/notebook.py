@@ -22,7 +22,7 @@ from pathlib import Path
 
 from grader.model.verdicts import mark
 from grader.sandbox.isolation import WeakIsolation
-from grader.student.machine import UnsupportedMachine, prepare_runs
+from grader.student.machine import prepare_runs
 from grader.student.session import CheckError, StudentCheck, locate, run_check
 from grader.student.terminal import report_text
 
@@ -38,7 +38,7 @@ def check(group: str | None = None, path: str | os.PathLike | None = None, assig
             prepare_runs()
         notebook = Path(path) if path is not None else find_notebook(Path.cwd(), target.submission_filename)
         result = run_check(notebook, target, bundle, group)
-    except (CheckError, WeakIsolation, UnsupportedMachine) as error:
+    except (CheckError, WeakIsolation) as error:
         _show(f"<p><b>check()</b>: {html.escape(str(error))}</p>", f"check(): {error}", show)
         return None
     saved = time.strftime("%H:%M:%S", time.localtime(notebook.stat().st_mtime))
@@ -94,7 +94,8 @@ def report_html(result: StudentCheck, saved: str) -> str:
     verdict = "all visible checks pass" if result.full_marks else "not all visible checks pass"
     parts = [(f"<div class='grader-check'><p><b>{html.escape(result.title)}</b>: checked "
              f"<code>{html.escape(result.file)}</code> as saved at {saved}{scope}. "
-             f"<b>{result.score:g} / {result.max_score:g}</b> ({verdict}).</p>")]
+             f"<b>{result.score:g} / {result.max_score:g}</b> ({verdict}).</p>"),
+             f"<p>{html.escape(result.ran_on)}</p>"]   # what a student asking for help names
     if result.version_note:
         parts.append(f"<p><b>Note:</b> {html.escape(result.version_note)}</p>")
     notes = "<ul>" + "".join(f"<li>{html.escape(m)}</li>" for m in result.messages) + "</ul>" if result.messages else ""

@@ -69,8 +69,15 @@ class StudentCheck:
     def full_marks(self) -> bool:
         return self.status == "graded" and self.max_score > 0 and self.score >= self.max_score - 1e-9
 
+    @property
+    def ran_on(self) -> str:
+        """What the check ran on, in one line a student can paste when asking for help."""
+        yours = self.environment.get("yours") or {}
+        return (f"grader {yours.get('grader', '?')}, JAX {yours.get('jax', '?')}, "
+                f"Python {yours.get('python', '?')}")
+
     def as_json(self) -> dict[str, Any]:
-        return {**dataclasses.asdict(self), "full_marks": self.full_marks}
+        return {**dataclasses.asdict(self), "full_marks": self.full_marks, "ran_on": self.ran_on}
 
 
 def locate(assignment_id: str | None = None, root: Path | None = None) -> tuple[Assignment, Bundle | None]:

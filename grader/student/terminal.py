@@ -8,6 +8,7 @@ here; the instructor's `grader check` (cli/main.py) calls `check_command` with t
 from __future__ import annotations
 
 import argparse
+import difflib
 import json
 import sys
 from pathlib import Path
@@ -18,7 +19,7 @@ from grader.config.assignment import Assignment
 from grader.config.bundle import Bundle, read_bundle
 from grader.model.verdicts import mark
 from grader.sandbox.isolation import WEAK_OPTION_HELP, WeakIsolation, isolation_for_command
-from grader.student.machine import UnsupportedMachine, prepare_runs
+from grader.student.machine import prepare_runs
 from grader.student.session import CheckError, StudentCheck, locate, run_check
 
 
@@ -42,13 +43,24 @@ def _main(argv: list[str] | None = None) -> int:
     parser.add_argument("--version", action="version", version=f"grader {__version__}")
     commands = parser.add_subparsers(dest="command", required=True)
     add_check_arguments(commands.add_parser("check", help="grade your file and show the visible checks' feedback"))
-    args = parser.parse_args(argv)
+    args, extras = parser.parse_known_args(argv)
+    if extras:
+        unrecognized(commands.choices.get(args.command, parser), extras)
     try:
         assignment, bundle = locate(args.assignment)
     except CheckError as error:
         print(f"grader: {error}", file=sys.stderr)
         return 2
     return check_command(assignment, args, bundle)
+
+
+def unrecognized(parser: argparse.ArgumentParser, extras: list[str]) -> None:
+    """Exit 2 with `parser`'s usage (the subcommand's, not the top level's) and, for a mistyped flag, the closest one
+    it has ("did you mean --regrade?"): what Python 3.14's suggest_on_error does, which 3.11 lacks."""
+    flags = [flag for action in parser._actions for flag in action.option_strings]
+    typed = next((word.split("=", 1)[0] for word in extras if word.startswith("-")), None)
+    closest = difflib.get_close_matches(typed, flags, n=1, cutoff=0.6) if typed else []
+    parser.error(f"unrecognized arguments: {' '.join(extras)}" + (f" (did you mean {closest[0]}?)" if closest else ""))
 
 
 def check_command(assignment: Assignment, args: argparse.Namespace, bundle: Bundle | None = None) -> int:
@@ -70,7 +82,7 @@ def check_command(assignment: Assignment, args: argparse.Namespace, bundle: Bund
             line = prepare_runs()
         else:
             line = isolation_for_command(getattr(args, "allow_weak_isolation", False))
-    except (WeakIsolation, UnsupportedMachine) as error:
+    except WeakIsolation as error:
         print(f"grader: {error}", file=sys.stderr)
         return 2
     print(line, file=sys.stderr, flush=True)
@@ -90,7 +102,7 @@ def check_command(assignment: Assignment, args: argparse.Namespace, bundle: Bund
 
 def report_text(result: StudentCheck) -> str:
     scope = f", group {result.group}" if result.group else ""
-    lines = [f"{result.title}: checked {result.file}{scope}"]
+    lines = [f"{result.title}: checked {result.file}{scope}", result.ran_on]
     if result.version_note:
         lines.append(f"note: {result.version_note}")
     notes = [f"note: {message}" for message in result.messages]

@@ -18,6 +18,9 @@ channel fd:
   {"type": "replay", ...}      a replay's captured values, or why it could not run (see `run_replays`)
   {"type": "done", ...}        the file ended, or called sys.exit
 
+Set-up is reported (before any student code) on a control pipe then closed; in portable runs (`stdio_channel`:
+stdin, stdout, stderr only) the channel is stdout, prints go to stderr, the report is the first `setup` frame.
+
 Files run as Python runs them: `from __future__` flags carry from statement to statement, `__file__` is a
 readable copy of the submission, and a notebook runs cell by cell (a cell with a syntax error is skipped and the
 next one runs, as in Jupyter), each statement compiled with the cell as its file name so tracebacks and feedback
@@ -95,7 +98,8 @@ class Harness:
         self.failed_probes = set()
         self.future_flags = 0
         self.timer = Timer(job["soft_seconds"], job["statement_grace_seconds"], job.get("cpu_wait_allowance_seconds", 0),
-                           lambda code: code.co_filename in self.student_files)
+                           lambda code: code.co_filename in self.student_files,
+                           thread_alarm=job.get("soft_timer") == "thread")
         self.notebook = bool(job.get("notebook"))
         self.import_settings = list(job.get("import_settings") or [])
         self.settings_at_start = {name: os.environ.get(name) for name in self.import_settings}
@@ -120,10 +124,13 @@ class Harness:
     def report_setup(self, problem):
         """Tell the grader, on the control pipe, whether the run is set up, then close it: from here on student code
         runs, and nothing it writes anywhere can pass for the grader's own report."""
+        report = {"setup": "failed", "message": problem[:1000]} if problem else {"setup": "ok"}
+        if self.job.get("stdio_channel"):   # the portable strategy: no control pipe, the channel's `setup` frame
+            self.channel.send({"type": "setup", "report": report})
+            return
         fd = self.job.get("control_fd")
         if fd is None:
             return
-        report = {"setup": "failed", "message": problem[:1000]} if problem else {"setup": "ok"}
         try:
             os.write(fd, json.dumps(report).encode() + b"\n")
         except OSError:
@@ -380,6 +387,11 @@ def main():
 
 def serve(job):
     """Run one job in this process and end it (the fork server calls this in each isolated child)."""
+    if job.get("stdio_channel"):
+        # The portable strategy's run has only the three pipes every system gives a child: the frames go on stdout
+        # (a descriptor of its own from now on), and what the file prints joins stderr, read as its output.
+        job["channel_fd"] = os.dup(1)
+        os.dup2(2, 1)
     set_own_limits(job.get("own_rlimits"))
     buffered_output()
     try:

@@ -112,7 +112,10 @@ def quiet_self_check():
 
 def set_own_limits(rlimits):
     """The portable strategy's limits (no prlimit binary there): set by the run on itself, before any student code.
-    A limit this OS does not know, or refuses, is left as it is (the parent still keeps the wall limit)."""
+    A limit this OS does not know, or refuses, is left as it is (the parent still keeps the wall limit). None: the
+    parent sets none (a system without rlimits: Windows)."""
+    if not rlimits:
+        return
     try:
         import resource
     except ImportError:

@@ -9,15 +9,64 @@ interrupting.
 Catching the interrupt does not buy time: once raised, it is raised again every REFIRE_SECONDS for as long as the
 student's code is still running in the interrupted statement (`except BaseException: pass`, a `finally` that loops,
 a `__del__` that swallows it). Only once the statement has been left, and the harness's own code runs, does the
-alarm stay quiet. A run that takes the alarm away altogether (its own SIGALRM handler) meets the hard limit.
+alarm stay quiet. A run that takes the alarm away altogether (its own SIGALRM or SIGINT handler) meets the hard limit.
+
+The alarm: SIGALRM by `signal.setitimer` in the sandbox (Linux); in the portable strategy's runs, on every system,
+a watcher thread that interrupts the main thread as a signal would (`_thread.interrupt_main` with SIGINT, whose
+handler is the same), which Windows offers too. Either way the handler runs in the main thread, between two of its
+bytecodes: the thread's alarm does not cut a blocking call short (a long `time.sleep`), where the parent's hard
+limit ends the run.
 """
 
+import _thread
 import signal
+import threading
+import time
 
 from cpu_wait import StretchedDeadline, own_usage
 from encoding import SoftTimeLimit
 
 REFIRE_SECONDS = 0.05
+
+
+class SignalAlarm:
+    """SIGALRM after `set(seconds)` (0: none), by the process's real-time interval timer (POSIX)."""
+
+    def __init__(self, handler):
+        signal.signal(signal.SIGALRM, handler)
+
+    def set(self, seconds):
+        signal.setitimer(signal.ITIMER_REAL, seconds)
+
+
+class ThreadAlarm:
+    """The same alarm on any system: a watcher thread interrupts the main thread with SIGINT's handler."""
+
+    SIGNAL = signal.SIGINT
+
+    def __init__(self, handler):
+        signal.signal(self.SIGNAL, handler)
+        self.due = None
+        self.changed = threading.Condition()
+        threading.Thread(target=self._watch, name="soft-time-limit", daemon=True).start()
+
+    def set(self, seconds):
+        with self.changed:
+            self.due = time.monotonic() + seconds if seconds > 0 else None
+            self.changed.notify()
+
+    def _watch(self):
+        with self.changed:
+            while True:
+                if self.due is None:
+                    self.changed.wait()
+                    continue
+                left = self.due - time.monotonic()
+                if left > 0:
+                    self.changed.wait(left)
+                    continue
+                self.due = None
+                _thread.interrupt_main(self.SIGNAL)
 
 
 class Timer:
@@ -26,7 +75,8 @@ class Timer:
     `is_student_code(code)`: whether a code object is the student's (its frames are interrupted again while on the
     stack)."""
 
-    def __init__(self, soft_seconds, grace_seconds, wait_allowance_seconds=0, is_student_code=lambda code: False):
+    def __init__(self, soft_seconds, grace_seconds, wait_allowance_seconds=0, is_student_code=lambda code: False,
+                 thread_alarm=False):
         self.soft_seconds = soft_seconds
         self.wait_allowance_seconds = wait_allowance_seconds
         self.is_student_code = is_student_code
@@ -36,24 +86,24 @@ class Timer:
         self.active = False
         self.raised = False      # interrupted once since the last arm(): raised again only inside student code
         self.on_budget = False   # armed for the overall budget (which may stretch), not for a fixed span
-        signal.signal(signal.SIGALRM, self._fire)
+        self.alarm = (ThreadAlarm if thread_alarm else SignalAlarm)(self._fire)
 
     def _fire(self, signum, frame):
         if not self.active:  # a signal landing after disarm() began must not escape into harness code
             return
         if self.raised:
             if self._student_frames(frame):
-                signal.setitimer(signal.ITIMER_REAL, REFIRE_SECONDS)
+                self.alarm.set(REFIRE_SECONDS)
                 raise SoftTimeLimit()
             return           # the statement has been left: the harness is on its way to disarm()
         if self.on_budget and not self.expired:
             left = self.budget.remaining()
             if left > 0:       # the run was kept waiting for a CPU: the budget stretched by that much
-                signal.setitimer(signal.ITIMER_REAL, max(left, 0.01))
+                self.alarm.set(max(left, 0.01))
                 return
         self.expired = True
         self.raised = True
-        signal.setitimer(signal.ITIMER_REAL, REFIRE_SECONDS)
+        self.alarm.set(REFIRE_SECONDS)
         raise SoftTimeLimit()
 
     def _student_frames(self, frame):
@@ -75,9 +125,9 @@ class Timer:
             budget = self.grace
         self.raised = False
         self.active = True
-        signal.setitimer(signal.ITIMER_REAL, max(budget, 0.01))
+        self.alarm.set(max(budget, 0.01))
 
     def disarm(self):
         self.active = False
         self.raised = False
-        signal.setitimer(signal.ITIMER_REAL, 0)
+        self.alarm.set(0)
