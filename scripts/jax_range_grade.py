@@ -61,7 +61,8 @@ def corpus_sample_as_labelled(out: Path) -> list[str]:
     for label in labels:
         name = label.name[: -len(".expected.toml")]
         expected = tomllib.loads(label.read_text())
-        record = records.get(name)
+        record = records.get(name) or next((r for r in records.values()   # a file with another suffix: notes.txt
+                                            if str(r.get("file", "")).rpartition(".")[0] == name), None)
         if record is None:
             problems.append(f"corpus {name}: no record")
             continue
