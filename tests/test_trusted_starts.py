@@ -190,6 +190,7 @@ def test_a_cache_under_a_sticky_shared_folder_needs_a_per_user_part(tmp_path):
     assert private_folder(shared / f"{os.geteuid()}" / "grader") == shared / f"{os.geteuid()}" / "grader"
     with pytest.raises(UnsafeFolder, match="no per-user part"):     # a shared name the grader would make now
         private_folder(shared / "course" / "cache")
+    assert not (shared / "course").exists()   # and not left behind, for the next command to take as the user's own
 
 
 def test_a_checkout_of_ones_own_in_a_sticky_shared_folder_may_hold_its_cache(tmp_path):

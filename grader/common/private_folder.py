@@ -45,6 +45,11 @@ def private_folder(folder: Path, what: str = "cache folder") -> Path:
     made = _make(folder)
     problem = unsafe_reason(folder, what, named={folder, *made})
     if problem:
+        for path in made:   # deepest first, all still empty: a refused name is not left for the next command to find
+            try:
+                path.rmdir()
+            except OSError:
+                break
         raise UnsafeFolder(problem)
     return folder
 
