@@ -54,7 +54,10 @@ class VisibleStream(io.TextIOBase):
         return len(text)
 
     def flush(self) -> None:
-        self.stream.flush()
+        # A wrapper outliving its stream (pytest's capture, closed before interpreter exit) has nothing to flush:
+        # IOBase's finaliser flushes on close, and an error there is printed as "Exception ignored".
+        if not getattr(self.stream, "closed", False):
+            self.stream.flush()
 
     def isatty(self) -> bool:
         return self.stream.isatty()
