@@ -80,6 +80,24 @@ def test_under_bubblewrap_only_the_folders_it_shows_count(installation):
     assert f"cannot enter {prefix} (mode 0700)" in (cannot_start(needs(prefix), shown=[prefix]) or "")
 
 
+def test_a_link_to_the_interpreter_outside_the_shown_folders_is_named_with_the_fix(installation, tmp_path):
+    """A virtualenv made with a `python3` that is a link in a folder of its own (~/bin, a tool's shim folder): the
+    sandbox shows the installation and the virtualenv, not that folder, so the run's interpreter path is missing."""
+    base, prefix = installation
+    links = tmp_path / "bin"
+    links.mkdir()
+    (links / "python3").symlink_to(prefix / "bin" / "python3.11")
+    chain = [Needed("interpreter", links / "python3", ""), *needs(prefix)]
+    sentence = cannot_start(chain, shown=[prefix])
+    assert sentence == (f"a run cannot start this Python: it is reached through the link {links / 'python3'}, in a "
+                        f"folder the sandbox does not show ({links}): make the virtualenv with the interpreter "
+                        f"itself ({prefix / 'bin' / 'python3.11'} -m venv ...) or use a Python installed under /usr "
+                        "or /opt")
+    assert cannot_start(chain, shown=[prefix, links]) is None   # shown: the link is there inside too
+    # without a sandbox's view (a strategy that shows the whole machine) the link is there: not this rule
+    assert not (cannot_start(chain) or "").startswith("a run cannot start this Python: it is reached through")
+
+
 def test_a_strategy_whose_runs_cannot_start_this_python_is_refused_in_one_sentence_without_a_run(installation,
                                                                                                  monkeypatch):
     base, prefix = installation

@@ -104,10 +104,25 @@ def blocked(need: Needed, shown: Sequence[Path] | None = None) -> tuple[Path, in
     return None
 
 
+def unshown_link(need: Needed, shown: Sequence[Path]) -> bool:
+    """A link on the way to the interpreter (a virtualenv made with `python3` that is itself a link, say in ~/bin)
+    that lies in no folder the sandbox shows: inside it the link is missing, and the run cannot start."""
+    if need.access or need.what != "interpreter":
+        return False
+    folder = Path(os.path.realpath(need.path.parent))
+    roots = [Path(os.path.realpath(root)) for root in shown]
+    return not any(folder == root or root in folder.parents for root in roots)
+
+
 def cannot_start(needs: Iterable[Needed] | None = None, shown: Sequence[Path] | None = None) -> str | None:
     """One sentence saying which folder or file keeps a run's own uid from starting this Python, and the fix; None
     when every one is usable by other users."""
     for need in needed_paths() if needs is None else needs:
+        if shown is not None and unshown_link(need, shown):
+            target = os.path.realpath(need.path)
+            return (f"a run cannot start this Python: it is reached through the link {need.path}, in a folder the "
+                    f"sandbox does not show ({need.path.parent}): make the virtualenv with the interpreter itself "
+                    f"({target} -m venv ...) {FIX}")
         found = blocked(need, shown)
         if found is None:
             continue
