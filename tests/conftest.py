@@ -19,6 +19,8 @@ from grader.cli.world_ahead import ENABLED_ENV as PREPARE_AHEAD_ENV
 from grader.common.user_cache import CACHE_DIR_ENV, user_cache_dir
 from grader.runs.jobs import VARIANT_SEED_ENV
 
+pytest_plugins = ("suite_time",)   # the suite's own time, said at the end of a run (tests/suite_time.py)
+
 
 def pytest_configure(config) -> None:
     os.environ[CACHE_DIR_ENV] = str(user_cache_dir())   # the variable, if set, or the user's cache: now explicit
