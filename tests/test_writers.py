@@ -95,7 +95,7 @@ def test_grades_csv_round_trips_through_the_csv_module():
                record("third", score=20.0 / 3)]
     text = grades_csv(records, GROUPS)
     rows = list(csv.reader(io.StringIO(text)))
-    assert rows[0] == ["submission", *GROUPS, "total", "max_score", "percent", "status", "late", "autograde", "adjusted", "late_penalty"]
+    assert rows[0] == ["submission", *GROUPS, "total", "max_score", "percent", "status", "late", "autograde", "adjusted", "late_penalty", "held"]
     assert [row[0] for row in rows[1:]] == ["amy", 'o"brien, jr', "third", "zed"]
     parsed = {row["submission"]: row for row in csv.DictReader(io.StringIO(text))}
     assert len(parsed) == 4
@@ -115,7 +115,7 @@ def test_grades_csv_missing_group_and_zero_max():
     rec["max_score"] = 0.0
     rows = list(csv.DictReader(io.StringIO(grades_csv([rec], GROUPS))))
     assert float(rows[0]["hvp"]) == 0.0 and float(rows[0]["percent"]) == 0.0
-    assert grades_csv([], GROUPS).splitlines() == [",".join(["submission", *GROUPS, "total", "max_score", "percent", "status", "late", "autograde", "adjusted", "late_penalty"])]
+    assert grades_csv([], GROUPS).splitlines() == [",".join(["submission", *GROUPS, "total", "max_score", "percent", "status", "late", "autograde", "adjusted", "late_penalty", "held"])]
 
 
 # ---- feedback ----------------------------------------------------------------------------------------------

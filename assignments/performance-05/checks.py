@@ -22,7 +22,7 @@ import re
 
 import numpy as np
 
-from grader.api import Missing
+from grader.api import Missing, Undecidable
 from grader.api.comparisons import compared, equal, in_range, within
 from grader.api.methods import vectors
 from grader.api.values import (
@@ -862,13 +862,6 @@ def _hvp_diagnosis(run, oracle, settings, name, checkpointed):
         return (f"`{name}` is close to the Hessian-vector product of {objective} but not equal to what second-order "
                 "autodiff returns in this run, as an approximation (a finite difference of gradients, for example) "
                 "would be. Compute it by differentiating the gradient exactly.")
-    if _revealed_jointly(run, oracle, settings) is UNSEPARATED:
-        return (f"`{name}` does not match second-order autodiff of {objective} along any vector of length "
-                f"{settings.width} your file kept as an array before it. If you made the tangent where no array is "
-                "kept (inside a jitted function, for example), this run cannot confirm the method along it: its "
-                "changes are too small there to tell second-order autodiff from a copy or an approximation. Make the "
-                "tangent an array of its own before computing the HVPs (for example `direction = ...` outside the "
-                "jitted function).")
     return (f"`{name}` does not match second-order autodiff of {objective} along any direction your code made "
             "(the grader compares it with the Hessian-vector product along every vector of length "
             f"{settings.width} your file created before it). Check the function you differentiate, the point (`x`) "
@@ -914,15 +907,32 @@ def hvp_direction_is_nonuniform(run, oracle, settings):
                          "(its own checks say what it is).")
 
 
+UNDECIDABLE_HVPS = (
+    "both HVPs agree with second-order autodiff along the one tangent `hvp_plain` reveals (the Hessian in this run "
+    "solved for it), but along that tangent the grader's hidden changes in this run are too small to tell "
+    "second-order autodiff from a copy of one HVP or an approximation, so no value here shows how they were "
+    "computed. Nothing is concluded against you; your instructor decides.")
+
+
+def _undecidable_if_unseparated(run, oracle, settings):
+    """No vector of the file's explains the HVPs, and the pair agrees along the tangent it reveals where this world
+    cannot separate the methods: neither a failure (honest second-order autodiff along a tangent made inside jit
+    reads so) nor a pass (a copy reads so too): undecidable by this run's values."""
+    if _revealed_jointly(run, oracle, settings) is UNSEPARATED:
+        raise Undecidable(UNDECIDABLE_HVPS)
+
+
 def hvp_plain_matches_oracle(run, oracle, settings):
     if _explained_by(run, oracle, settings, "hvp_plain", False) is not None:
         return "`hvp_plain` is second-order autodiff of `plain`."
+    _undecidable_if_unseparated(run, oracle, settings)
     raise AssertionError(_hvp_diagnosis(run, oracle, settings, "hvp_plain", False))
 
 
 def hvp_remat_matches(run, oracle, settings):
     remat_direction = _explained_by(run, oracle, settings, "hvp_remat", True)
     if remat_direction is None:
+        _undecidable_if_unseparated(run, oracle, settings)
         raise AssertionError(_hvp_diagnosis(run, oracle, settings, "hvp_remat", True))
     plain_direction = _explained_by(run, oracle, settings, "hvp_plain", False)
     if plain_direction is not None:

@@ -5,9 +5,11 @@ How to write a check, what `run` offers and how to credit a method by origin rat
 docs/writing-checks.md.
 
 `Missing` (a contract name absent or still a TODO; raise or catch it in a check) is re-exported here and from
-`grader.api.values`, so a check imports only from `grader.api`.
+`grader.api.values`, so a check imports only from `grader.api`. `Undecidable` (raise it where a run's values cannot
+decide the check: it is held for the instructor instead of failed or passed) is defined in `grader.api.verdict`.
 """
 
+from grader.api.verdict import Undecidable
 from grader.runs.snapshot import Missing
 
-__all__ = ["Missing"]
+__all__ = ["Missing", "Undecidable"]

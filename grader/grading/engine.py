@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from grader.api.comparisons import recording
+from grader.api.verdict import Undecidable
 from grader.common.text import clip
 from grader.config.assignment import Assignment, CheckSpec, Scenario
 from grader.grading.check_budget import RECORD_LOCK, Budget
@@ -63,6 +64,7 @@ class CheckResult:
     explanation: dict[str, Any] = field(default_factory=dict)   # scenario -> what it compared (instructor only)
     fractions: dict[str, float] = field(default_factory=dict)   # scenario -> the fraction it gave there
     undecided: bool = False    # judged in one run alone, it could not be decided there (its replay did not run)
+    held: str = ""             # why no run could decide it (a check raised Undecidable): held for the instructor
 
     @property
     def passed(self) -> bool:
@@ -104,6 +106,7 @@ def evaluate(function, spec: CheckSpec, view: RunView, oracle: Any, settings: An
     a sentence for the student); anything else is judged by `run_checks`."""
     missing: list[Missing] = []
     settings, view.settings_read = recording_settings(settings)   # the tolerances it compares with, for `grader explain`
+    view.undecidable = ""
     try:
         missing = _missing(spec, view)
         if missing and not spec.function.startswith(BUILTIN):
@@ -113,6 +116,9 @@ def evaluate(function, spec: CheckSpec, view: RunView, oracle: Any, settings: An
             return 0.0, _missing_text(missing)
     except Missing as error:
         return 0.0, f"{error} (needed by this check)."
+    except Undecidable as why:   # no points from this run; held for review where no other run decides (_combine)
+        view.undecidable = _failure_text(str(why)) or "This run's values cannot decide this check."
+        return 0.0, view.undecidable
     except AssertionError as failure:
         text = _failure_text(str(failure)) or "The check failed."
         also = f" Also missing or unfinished: {', '.join(f'`{m.name}`' for m in missing)}." if missing else ""
@@ -180,6 +186,7 @@ def run_checks(assignment: Assignment, snapshots: dict[str, Snapshot], oracles: 
         for spec in assignment.checks:
             function = assignment.check_function(spec.function)
             outcomes, bugs, charged = [], {}, {}
+            undecidable: dict[str, str] = {}   # scenario -> why that run's values could not decide the check
             explained: dict[str, Any] = {}
             view_of = dict(views)
             if only is not None and only not in spec.scenarios and spec.replay:
@@ -212,6 +219,8 @@ def run_checks(assignment: Assignment, snapshots: dict[str, Snapshot], oracles: 
                     else:
                         charged[scenario] = bug
                         feedback = _charged_feedback(spec, bug, on_reference is not None)
+                if view.undecidable and not overrun and bug is None:
+                    undecidable[scenario] = view.undecidable
                 if spec.judged_in_replays and not overrun and bug is None and scenario in views:
                     fraction, feedback = _judged_in_replays(assignment, spec, function, views[scenario],
                                                             oracles[scenario], fraction, feedback)
@@ -219,7 +228,7 @@ def run_checks(assignment: Assignment, snapshots: dict[str, Snapshot], oracles: 
                 explained[scenario] = scenario_explanation(fraction, feedback, read_values(spec.needs, view),
                                                            view.details, view.seed, view.settings_read,
                                                            compared, assignment.config.get("units"))
-            results.append(_combine(assignment, spec, outcomes, snapshots, bugs, charged))
+            results.append(_combine(assignment, spec, outcomes, snapshots, bugs, charged, undecidable))
             results[-1].explanation = explained
     return results
 
@@ -318,7 +327,8 @@ def world_hint(scenario: Scenario, spec: CheckSpec) -> str:
 
 
 def _combine(assignment: Assignment, spec: CheckSpec, outcomes: list, snapshots: dict[str, Snapshot],
-             bugs: dict[str, CheckBug] | None = None, charged: dict[str, CheckBug] | None = None) -> CheckResult:
+             bugs: dict[str, CheckBug] | None = None, charged: dict[str, CheckBug] | None = None,
+             undecidable: dict[str, str] | None = None) -> CheckResult:
     bugs = bugs or {}
     error = _bug_report(bugs, charged or {})
     if bugs:   # the check's own bug: it cannot judge this submission in that run, so nothing is scored here
@@ -326,6 +336,16 @@ def _combine(assignment: Assignment, spec: CheckSpec, outcomes: list, snapshots:
                            feedback=("Not judged: this check failed because of a bug in the grader's own check (not in "
                                      f"your work). {INSTRUCTOR_TOLD_CHECK}"),
                            grader_error=error, unjudged=True)
+    undecidable = undecidable or {}
+    decided = [item for item in outcomes if item[0] not in undecidable]
+    if undecidable and all(f >= 1.0 for _, f, _ in decided):
+        # no run that could decide it failed it: neither failed (the grader's shortcoming) nor passed (nothing showed
+        # it): held for the instructor, with the run's own sentence as the evidence
+        why = next(iter(undecidable.values()))
+        return CheckResult(id=spec.id, group=spec.group, score=0.0, max_score=spec.points, visibility=spec.visibility,
+                           feedback=("Held for your instructor's review (no points until they decide): " + why),
+                           grader_error=error, fractions={s: f for s, f, _ in outcomes}, held=why)
+    outcomes = decided or outcomes   # a run that decided it failed it: that run's verdict, as any failure
     fraction = min(f for _, f, _ in outcomes)
     failing = [(s, f, text) for s, f, text in outcomes if f < 1.0]
     if not failing:

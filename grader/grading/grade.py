@@ -33,7 +33,14 @@ from grader.grading.record_limits import (
     shown_output,
 )
 from grader.grading.reference_runs import reference_runs
-from grader.grading.run_plan import RunPlan, held_for_flags, held_for_review, merged_holds, reasons_for_more_runs
+from grader.grading.run_plan import (
+    RunPlan,
+    held_by_checks,
+    held_for_flags,
+    held_for_review,
+    merged_holds,
+    reasons_for_more_runs,
+)
 from grader.grading.unfinished import unfinished_cause
 from grader.intake.discovery import Submission
 from grader.intake.introspection import review_flags
@@ -95,7 +102,7 @@ def grade(assignment: Assignment, submission: Submission, facts: dict, variant_s
         record["unscored_checks"] = [check_record(c) for c in checks]   # the instructor's: what the checks found
         return record
     flags = review_flags(submission.source, submission.cells)   # read from the file, never from the run
-    held = merged_holds(held_for_review(checks, snapshots),
+    held = merged_holds(merged_holds(held_for_review(checks, snapshots), held_by_checks(checks)),
                         held_for_flags(checks, {spec.id for spec in assignment.checks if spec.method}, flags))
     as_written = snapshots.get("baseline")                  # the file as written, when that run was needed
     baseline = as_written or next(iter(snapshots.values()))   # else the one run, which went through cleanly

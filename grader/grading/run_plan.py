@@ -95,6 +95,17 @@ def held_for_flags(checks: list[CheckResult], methods: set[str], flags: list[str
             "why": f"the file reads the grader's or JAX's internals ({evidence}), so no value can show its methods"}
 
 
+def held_by_checks(checks: list[CheckResult]) -> ReviewHold | None:
+    """The checks no run could decide (each raised `Undecidable` where it was judged, and no run failed it): held for
+    the instructor with each check's sentence as the evidence, no points until they decide."""
+    held = [c for c in checks if c.held]
+    if not held:
+        return None
+    reasons = list(dict.fromkeys(c.held for c in held))
+    why = "no run's values could decide " + ", ".join(c.id for c in held) + ": " + " ".join(reasons)
+    return {"scenario": "", "statement": reasons[0], "checks": [c.id for c in held], "why": why}
+
+
 def merged_holds(first: ReviewHold | None, second: ReviewHold | None) -> ReviewHold | None:
     """One hold of a record from two (a statement that raised in one run only, and review flags)."""
     if first is None or second is None:
@@ -128,7 +139,8 @@ def held_for_review(checks: list[CheckResult], snapshots: dict[str, Snapshot]) -
         return None
     for scenario in snapshots:
         raised = [s for s in errors_only_in(scenario, snapshots) if not (s.error or {}).get("grader_fault")]
-        held = [c for c in checks if c.fractions.get(scenario, 1.0) < 1.0 and c.fractions.get("baseline", 0.0) >= 1.0]
+        held = [c for c in checks if c.fractions.get(scenario, 1.0) < 1.0 and c.fractions.get("baseline", 0.0) >= 1.0
+                and not c.held]   # a check no run could decide is held on its own (held_by_checks)
         ended = _ended_only_in(scenario, snapshots)   # sys.exit or os._exit: the file's own ending, as a raise is
         if not (raised or ended) or not held:
             continue

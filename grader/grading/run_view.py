@@ -28,6 +28,7 @@ class RunView:
         self.provenance = Provenance(snapshot, bindings or {}, exercise_bindings, regions)
         self.details: dict[str, Any] = {}   # what the running check attached with `explain` (reset per check)
         self.settings_read: dict[str, Any] = {}   # the settings it read (set by `evaluate`)
+        self.undecidable = ""   # why this run could not decide the running check (`evaluate`: it raised Undecidable)
 
     def explain(self, **details: Any) -> None:
         """Attach what this check compares in this run, for the instructor's `grader explain` only (never shown to a

@@ -15,7 +15,7 @@ from grader.lms.canvas import Roster, canvas_csv, column_header, late
 from grader.lms.gradescope import OtterSettings, results_json
 from grader.lms.late import late_sentence
 from grader.lms.otter_csv import final_grades_csv, safe_cell
-from grader.model.record import CheckRecord, Record, record_to_json
+from grader.model.record import CheckRecord, Record, held_checks, record_to_json
 from grader.model.verdicts import (
     class_status,
     grader_fault,
@@ -78,11 +78,12 @@ def grades_csv(records: list[Record], groups: list[str]) -> str:
     """One row a submission: id, each group's score, total, max, percent, status."""
     stream = io.StringIO()
     writer = csv.writer(stream, lineterminator="\n")
-    writer.writerow(["submission", *groups, "total", "max_score", "percent", "status", "late", *ADJUSTMENT_COLUMNS])
+    writer.writerow(["submission", *groups, "total", "max_score", "percent", "status", "late", *ADJUSTMENT_COLUMNS,
+                     "held"])
     for record in sorted(records, key=lambda r: r["submission"]):
         if grader_fault(record):   # no score the grader did not earn: the cells stay empty, the status says why
             writer.writerow([safe_cell(record["submission"]), *("" for _ in groups), "", _num(record["max_score"]), "",
-                             class_status(record), _late_flag(record), "", "", ""])
+                             class_status(record), _late_flag(record), "", "", "", ""])
             continue
         scores = [_num(record["groups"][g]["score"] if g in record["groups"] else 0.0) for g in groups]
         percent = 100.0 * record["score"] / record["max_score"] if record["max_score"] else 0.0
@@ -90,7 +91,8 @@ def grades_csv(records: list[Record], groups: list[str]) -> str:
         autograde = autograde_score(record)
         writer.writerow([safe_cell(record["submission"]), *scores, _num(record["score"]), _num(record["max_score"]),
                          _num(round(percent, 2)), record["status"], _late_flag(record), _num(autograde),
-                         f"{sum(a['delta'] for a in applied):+g}" if applied else "", _late_penalty(record)])
+                         f"{sum(a['delta'] for a in applied):+g}" if applied else "", _late_penalty(record),
+                         safe_cell(" ".join(held_checks(record)))])   # checks held for review: no points until decided
     return stream.getvalue()
 
 
