@@ -196,7 +196,7 @@ def test_a_run_whose_set_up_fails_is_the_graders_error_record_never_an_excuse(tm
         assert record["status"] == "error" and "No module named numpy" in record["grader_error"]
         assert "the grader's fault, not yours" in record["messages"][0]
     grades = (tmp_path / "out" / "grades.csv").read_text().splitlines()[1:]
-    assert all(row.endswith("grader_error,,,,") and ",," in row for row in grades), grades   # no late, autograde, adjusted, penalty
+    assert all(row.endswith("grader_error,,,,,") and ",," in row for row in grades), grades   # no late, autograde, adjusted, penalty, held
     canvas = (tmp_path / "out" / "canvas.csv").read_text().splitlines()[2:]
     assert all(row.endswith(",") for row in canvas), canvas     # no score for Canvas to take
 
