@@ -767,9 +767,10 @@ def _matching(value, hessian, directions, share, oracle, settings, what="", with
     return directions[int(hits[0])] if hits.size else None
 
 
-def _explained_by(run, oracle, settings, name, checkpointed):
+def _explained_by(run, oracle, settings, name, checkpointed, decide=False):
     """The direction along which `name` is what second-order autodiff of the (rematerialized or ordinary)
-    objective returned in this run, or None: a vector the file made, else the tangent both HVPs reveal together."""
+    objective returned in this run, or None: a vector the file made, else the tangent both HVPs reveal together.
+    With `decide`, a pair that agrees along a revealed tangent this world does not separate raises Undecidable."""
     value = _hvp(run, settings, name)
     found = _matching(value, oracle.hessian(checkpointed), _candidate_directions(run, settings, name),
                       settings.hvp_tolerance, oracle, settings,
@@ -779,6 +780,8 @@ def _explained_by(run, oracle, settings, name, checkpointed):
     if found is not None:
         return found
     revealed = _revealed_jointly(run, oracle, settings)
+    if decide and revealed is UNSEPARATED:
+        raise Undecidable(UNDECIDABLE_HVPS)
     return None if revealed is None or revealed is UNSEPARATED else revealed
 
 
@@ -834,6 +837,14 @@ def _scaled_copy(tangent, run, settings):
 
 
 UNSEPARATED = np.zeros(0)   # both HVPs agree along one recovered tangent, where this world cannot tell the methods apart
+# Where no vector of the file's explains the HVPs and the pair agrees along the tangent it reveals, a tangent this
+# world does not separate: neither a failure (honest autodiff along a tangent made inside jit reads so) nor a pass
+# (a copy reads so too): `_explained_by(..., decide=True)` raises Undecidable with this sentence.
+UNDECIDABLE_HVPS = (
+    "both HVPs agree with second-order autodiff along the one tangent `hvp_plain` reveals (the Hessian in this run "
+    "solved for it), but along that tangent the grader's hidden changes in this run are too small to tell "
+    "second-order autodiff from a copy of one HVP or an approximation, so no value here shows how they were "
+    "computed. Nothing is concluded against you; your instructor decides.")
 
 
 def _hvp_diagnosis(run, oracle, settings, name, checkpointed):
@@ -907,32 +918,15 @@ def hvp_direction_is_nonuniform(run, oracle, settings):
                          "(its own checks say what it is).")
 
 
-UNDECIDABLE_HVPS = (
-    "both HVPs agree with second-order autodiff along the one tangent `hvp_plain` reveals (the Hessian in this run "
-    "solved for it), but along that tangent the grader's hidden changes in this run are too small to tell "
-    "second-order autodiff from a copy of one HVP or an approximation, so no value here shows how they were "
-    "computed. Nothing is concluded against you; your instructor decides.")
-
-
-def _undecidable_if_unseparated(run, oracle, settings):
-    """No vector of the file's explains the HVPs, and the pair agrees along the tangent it reveals where this world
-    cannot separate the methods: neither a failure (honest second-order autodiff along a tangent made inside jit
-    reads so) nor a pass (a copy reads so too): undecidable by this run's values."""
-    if _revealed_jointly(run, oracle, settings) is UNSEPARATED:
-        raise Undecidable(UNDECIDABLE_HVPS)
-
-
 def hvp_plain_matches_oracle(run, oracle, settings):
-    if _explained_by(run, oracle, settings, "hvp_plain", False) is not None:
+    if _explained_by(run, oracle, settings, "hvp_plain", False, decide=True) is not None:
         return "`hvp_plain` is second-order autodiff of `plain`."
-    _undecidable_if_unseparated(run, oracle, settings)
     raise AssertionError(_hvp_diagnosis(run, oracle, settings, "hvp_plain", False))
 
 
 def hvp_remat_matches(run, oracle, settings):
-    remat_direction = _explained_by(run, oracle, settings, "hvp_remat", True)
+    remat_direction = _explained_by(run, oracle, settings, "hvp_remat", True, decide=True)
     if remat_direction is None:
-        _undecidable_if_unseparated(run, oracle, settings)
         raise AssertionError(_hvp_diagnosis(run, oracle, settings, "hvp_remat", True))
     plain_direction = _explained_by(run, oracle, settings, "hvp_plain", False)
     if plain_direction is not None:

@@ -83,7 +83,7 @@ def grades_csv(records: list[Record], groups: list[str]) -> str:
     for record in sorted(records, key=lambda r: r["submission"]):
         if grader_fault(record):   # no score the grader did not earn: the cells stay empty, the status says why
             writer.writerow([safe_cell(record["submission"]), *("" for _ in groups), "", _num(record["max_score"]), "",
-                             class_status(record), _late_flag(record), "", "", "", ""])
+                             class_status(record), _late_flag(record), *("" for _ in (*ADJUSTMENT_COLUMNS, "held"))])
             continue
         scores = [_num(record["groups"][g]["score"] if g in record["groups"] else 0.0) for g in groups]
         percent = 100.0 * record["score"] / record["max_score"] if record["max_score"] else 0.0
