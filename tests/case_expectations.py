@@ -13,7 +13,8 @@ the folder's name. The assignment itself is the project's `assignments/<id>/`, o
                                  # says why: a mistake whose value some worlds tell apart and others cannot (the
                                  # suite grades in a world drawn per session); an honest case never varies
     varies = "sentence"          # optional, top level: why the listed scores depend on the world drawn
-    [contains]                   # optional: fragments that must appear (case-insensitive)
+    [contains]                   # optional: fragments that must appear (case-insensitive); a fragment given as a
+                                 # list is met by any one of its entries, only in a case whose `varies` says why
     feedback = [...]             # in the concatenated feedback of all checks
     messages = [...]             # in the concatenated submission-level messages
     output = [...]               # in the kept head and tail of the baseline run's output
@@ -87,8 +88,10 @@ def shape_problems(case: str, expected: dict, groups: list[str], check_ids: set[
         problems.append(f"{case}: [contains] knows feedback, messages and output, not {sorted(unknown)}")
     listed = [key for table in ("groups", "checks") for key, score in expected.get(table, {}).items()
               if isinstance(score, list)]
+    listed += [f"contains.{where}" for where, fragments in expected.get("contains", {}).items()
+               if any(isinstance(fragment, list) for fragment in fragments)]
     if listed and not (isinstance(expected.get("varies"), str) and expected["varies"].strip()):
-        problems.append(f"{case}: {listed} list several scores; say in `varies` why they depend on the world")
+        problems.append(f"{case}: {listed} list several outcomes; say in `varies` why they depend on the world")
     unknown = set(expected) - KEYS
     if unknown:
         problems.append(f"{case}: unknown keys {sorted(unknown)} (known: {sorted(KEYS)})")
@@ -134,5 +137,8 @@ def record_problems(record: dict, expected: dict) -> list[str]:
     if "flagged" in expected and bool(record.get("review_flags")) != expected["flagged"]:
         problems.append(f"review_flags is {record.get('review_flags')!r}, expected {'some' if expected['flagged'] else 'none'}")
     for where, fragments in expected.get("contains", {}).items():
-        problems += [f"{where} lacks {fragment!r}" for fragment in fragments if fragment.lower() not in texts.get(where, "")]
+        for fragment in fragments:
+            choices = fragment if isinstance(fragment, list) else [fragment]
+            if not any(choice.lower() in texts.get(where, "") for choice in choices):
+                problems.append(f"{where} lacks {' or '.join(repr(choice) for choice in choices)}")
     return problems

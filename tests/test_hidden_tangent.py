@@ -6,7 +6,9 @@ the run decides it (issue 67): the two HVP checks are held for the instructor's 
 says so, instead of failed (an honest tangent would lose points for the world's shortcoming) or passed (a copy
 reads the same). Real grading of performance-05 in two fixed worlds, one of each kind (measured: the
 rematerialized change lies 6.0 allowances from the ordinary HVP along this tangent in the first, 0.37 in the
-second)."""
+second). A pair whose value itself shows its mistake (the gradient; a difference of gradients along the file's
+direction) is refused in both worlds, saying what it shows: in the second world it, too, agrees along the tangent it
+reveals, and before that was decided by the value it was held (a CI run's world held three corpus mistakes so)."""
 
 from __future__ import annotations
 
@@ -29,14 +31,34 @@ HIDDEN = ("@jax.jit\ndef both(point):\n    t=jnp.sin(3.0*jnp.arange(16.0))+0.3*j
           "hvp_plain,hvp_remat=both(x)\n")
 
 
+# Mistakes whose pair also agrees along the tangent `hvp_plain` reveals (any two close vectors do, where the world
+# does not separate the methods along it), but whose value itself shows what it is: refused in every world, with
+# what the value shows, never held
+SHOWN = {
+    "gradient": ("_,hvp_plain=jax.value_and_grad(plain)(x)\n_,hvp_remat=jax.value_and_grad(remat)(x)\n",
+                 "equals the gradient, not a Hessian-vector product"),
+    "differenced": ("hvp_plain=(jax.grad(plain)(x+1e-4*direction)-jax.grad(plain)(x-1e-4*direction))/2e-4\n"
+                    "hvp_remat=(jax.grad(remat)(x+1e-4*direction)-jax.grad(remat)(x-1e-4*direction))/2e-4\n",
+                    "as an approximation (a finite difference of gradients, for example) would be"),
+}
+
+
 @pytest.mark.parametrize("requested, credited", [(7, True), (4242, False)])
 def test_a_tangent_made_inside_jit(tmp_path, requested, credited):
     assert SOLUTION.count(GIVEN) == 1
     folder = tmp_path / "submissions"
     folder.mkdir()
     (folder / "hidden.py").write_text(SOLUTION.replace(GIVEN, HIDDEN))
+    for name, (lines, _) in SHOWN.items():
+        (folder / f"{name}.py").write_text(SOLUTION.replace(GIVEN, "direction=jnp.linspace(-1.,1.,len(x))\n" + lines))
     assert main(["grade", str(folder), "--out", str(tmp_path / "out"), "--workers", "2",
                  "--variant-seed", str(requested)]) == 0
+    for name, (_, shown) in SHOWN.items():
+        record = json.loads((tmp_path / "out" / f"{name}.json").read_text())
+        assert "review_hold" not in record, (name, record.get("review_hold"))
+        for check in (c for c in record["checks"] if c["id"] in ("hvp.plain_matches_oracle", "hvp.remat_matches_plain")):
+            assert check["score"] == 0 and shown in check["feedback"], (name, check)
+            assert not check["feedback"].startswith("In the variant run"), (name, check)   # the file as written shows it too
     record = json.loads((tmp_path / "out" / "hidden.json").read_text())
     plain = next(c for c in record["checks"] if c["id"] == "hvp.plain_matches_oracle")
     if credited:
@@ -51,5 +73,5 @@ def test_a_tangent_made_inside_jit(tmp_path, requested, credited):
         assert set(hold["checks"]) == {"hvp.plain_matches_oracle", "hvp.remat_matches_plain"}, hold
         assert "no run's values could decide" in hold["why"], hold
         with open(tmp_path / "out" / "grades.csv", newline="", encoding="utf-8") as stream:
-            row = next(csv.DictReader(stream))
+            row = next(r for r in csv.DictReader(stream) if r["submission"] == "hidden")
         assert set(row["held"].split()) == set(hold["checks"]), row   # the hold has its column

@@ -780,9 +780,18 @@ def _explained_by(run, oracle, settings, name, checkpointed, decide=False):
     if found is not None:
         return found
     revealed = _revealed_jointly(run, oracle, settings)
-    if decide and revealed is UNSEPARATED:
-        raise Undecidable(UNDECIDABLE_HVPS)
-    return None if revealed is None or revealed is UNSEPARATED else revealed
+    if revealed is None:
+        return None
+    if decide:
+        # Any pair close enough to one another agrees along the tangent it reveals, wherever the world's changes do
+        # not separate the methods along it (everywhere in a run that changes nothing): a value that itself shows a
+        # mistake (the gradient, an approximation along a vector of the file's) decides before that tangent does
+        shown = _shown_cause(run, oracle, settings, name, checkpointed)
+        if shown:
+            raise AssertionError(shown)
+        if revealed is UNSEPARATED:
+            raise Undecidable(UNDECIDABLE_HVPS)
+    return None if revealed is UNSEPARATED else revealed
 
 
 def _revealed_jointly(run, oracle, settings):
@@ -849,6 +858,21 @@ UNDECIDABLE_HVPS = (
 
 def _hvp_diagnosis(run, oracle, settings, name, checkpointed):
     """Why `name` is not second-order autodiff of its objective in this run, in words true of this value."""
+    shown = _shown_cause(run, oracle, settings, name, checkpointed)
+    if shown:
+        return shown
+    objective = "the rematerialized objective `remat`" if checkpointed else "the ordinary objective `plain`"
+    return (f"`{name}` does not match second-order autodiff of {objective} along any direction your code made "
+            "(the grader compares it with the Hessian-vector product along every vector of length "
+            f"{settings.width} your file created before it). Check the function you differentiate, the point (`x`) "
+            "and the tangent you pass.")
+
+
+def _shown_cause(run, oracle, settings, name, checkpointed):
+    """The mistake `name`'s value itself shows, or '': the gradient, the other objective's or the unchanged
+    objective's HVP along a vector of the file's, or an approximation of the right one. Each reads the value against
+    a vector the file made (or the gradient), so it decides also where the tangent the pair reveals is one this world
+    does not separate: an honest HVP along a tangent made inside jit is none of these."""
     value = _hvp(run, settings, name)
     candidates = _candidate_directions(run, settings, name)
     objective = "the rematerialized objective `remat`" if checkpointed else "the ordinary objective `plain`"
@@ -867,16 +891,14 @@ def _hvp_diagnosis(run, oracle, settings, name, checkpointed):
                 f"{objective} with JAX.")
     gradient_like = close_vectors(value, oracle.autodiff_gradient, settings.hvp_approximate_fraction, 0.0,
                                   what=f"`{name}` vs the gradient (is it a gradient, not an HVP?)")[0]
-    assert not gradient_like, f"`{name}` equals the gradient, not a Hessian-vector product: differentiate the gradient once more."
+    if gradient_like:
+        return f"`{name}` equals the gradient, not a Hessian-vector product: differentiate the gradient once more."
     if _matching(value, oracle.hessian(checkpointed), candidates, settings.hvp_approximate_fraction, oracle,
                  settings) is not None:
         return (f"`{name}` is close to the Hessian-vector product of {objective} but not equal to what second-order "
                 "autodiff returns in this run, as an approximation (a finite difference of gradients, for example) "
                 "would be. Compute it by differentiating the gradient exactly.")
-    return (f"`{name}` does not match second-order autodiff of {objective} along any direction your code made "
-            "(the grader compares it with the Hessian-vector product along every vector of length "
-            f"{settings.width} your file created before it). Check the function you differentiate, the point (`x`) "
-            "and the tangent you pass.")
+    return ""
 
 
 def hvps_have_shape_and_are_finite(run, oracle, settings):
