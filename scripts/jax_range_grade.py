@@ -4,9 +4,10 @@ Run with the interpreter of a virtualenv that has the grader and one JAX install
 
     python scripts/jax_range_grade.py REFERENCE_RESULTS OUT [WHEEL_GRADER]
 
-- the bundled examples, graded into OUT/examples, must score what REFERENCE_RESULTS (the same examples graded on the
-  course's JAX in this CI run) records for each, submission by submission;
+- the bundled examples must score what REFERENCE_RESULTS (the same examples graded on the course's JAX in this CI
+  run) records for each, submission by submission;
 - a sample of the corpus (every SAMPLE_EVERY-th labelled case) must grade as labelled in its `.expected.toml`;
+  both are graded as one class, into OUT/graded (one batch: one world drawn and warmed up, not two);
 - `grader check` of the reference solution must give every visible check full marks, from the checkout and, with
   WHEEL_GRADER (the `grader` of a virtualenv holding only the student wheel, built on the course's JAX, and this
   JAX), as a student runs it: that check measures the reference facts on this JAX with the bundle's facts program.
@@ -36,8 +37,7 @@ def grade(submissions: Path, out: Path) -> dict[str, dict]:
     return {name: record for name, record in records.items() if isinstance(record, dict) and "submission" in record}
 
 
-def examples_agree(reference: Path, out: Path) -> list[str]:
-    theirs = grade(ROOT / "examples" / "submissions", out / "examples")
+def examples_agree(reference: Path, theirs: dict[str, dict]) -> list[str]:
     ours = {p.stem: json.loads(p.read_text()) for p in reference.glob("*.json")}
     ours = {name: record for name, record in ours.items() if "submission" in record}
     problems = [f"examples: {name} scored {theirs.get(name, {}).get('score')} here, {record['score']} on the course's JAX"
@@ -45,18 +45,28 @@ def examples_agree(reference: Path, out: Path) -> list[str]:
     return problems if ours else ["examples: no reference results to compare with"]
 
 
-def corpus_sample_as_labelled(out: Path) -> list[str]:
-    labels = sorted(CORPUS.glob("*.expected.toml"))[::SAMPLE_EVERY]
-    folder = out / "sample"
-    folder.mkdir(parents=True, exist_ok=True)
-    for label in labels:
+def sample_labels() -> list[Path]:
+    return sorted(CORPUS.glob("*.expected.toml"))[::SAMPLE_EVERY]
+
+
+def graded_class(out: Path) -> dict[str, dict]:
+    """The examples and the corpus sample, graded as one class (their names differ: a clash stops the script)."""
+    folder = out / "class"
+    shutil.copytree(ROOT / "examples" / "submissions", folder)
+    for label in sample_labels():
         name = label.name[: -len(".expected.toml")]
         for source in CORPUS.glob(name + ".*"):   # whatever kind of file the case is (.py, .ipynb, .txt, ...)
             if source.is_file() and not source.name.endswith(".expected.toml"):
+                assert not (folder / source.name).exists(), f"{source.name}: an example has this name too"
                 shutil.copy(source, folder / source.name)
         if (CORPUS / name).is_dir():   # a case handed in as a folder (the Gradescope layout)
-            shutil.copytree(CORPUS / name, folder / name, dirs_exist_ok=True)
-    records = grade(folder, out / "sample-results")
+            assert not (folder / name).exists(), f"{name}: an example has this name too"
+            shutil.copytree(CORPUS / name, folder / name)
+    return grade(folder, out / "graded")
+
+
+def corpus_sample_as_labelled(records: dict[str, dict]) -> list[str]:
+    labels = sample_labels()
     problems = []
     for label in labels:
         name = label.name[: -len(".expected.toml")]
@@ -93,7 +103,8 @@ def main() -> int:
     import jax  # the JAX this interpreter grades with
 
     print(f"Python {sys.version.split()[0]}, JAX {jax.__version__}")
-    problems = examples_agree(reference, out) + corpus_sample_as_labelled(out) + \
+    records = graded_class(out)
+    problems = examples_agree(reference, records) + corpus_sample_as_labelled(records) + \
         reference_checks_full(GRADER, "the checkout", ROOT)
     if len(sys.argv) > 3:   # outside the checkout, so only the installed bundle is found
         problems += reference_checks_full(Path(sys.argv[3]), "the student wheel", out)
