@@ -1,14 +1,16 @@
-"""An HVP tangent made where no array is kept (inside the jitted function that computes both HVPs) is found from
-the computation itself (issue 55): the ordinary objective's Hessian in the run solved for it, the rematerialized
-one times it matching `hvp_remat`. Credited only where the run's changes tell the methods apart along it (any pair
-with `hvp_remat` close to `hvp_plain`, typed-in values included, agrees otherwise); where they do not, no value of
-the run decides it (issue 67): the two HVP checks are held for the instructor's review, with the sentence that
-says so, instead of failed (an honest tangent would lose points for the world's shortcoming) or passed (a copy
-reads the same). Real grading of performance-05 in two fixed worlds, one of each kind (measured: the
-rematerialized change lies 6.0 allowances from the ordinary HVP along this tangent in the first, 0.37 in the
-second). A pair whose value itself shows its mistake (the gradient; a difference of gradients along the file's
-direction) is refused in both worlds, saying what it shows: in the second world it, too, agrees along the tangent it
-reveals, and before that was decided by the value it was held (a CI run's world held three corpus mistakes so)."""
+"""An HVP tangent made where no array is kept (inside the jitted function that computes both HVPs, or random inside a
+jitted helper) is judged by value in every world (issue 67): the replay `hvp_scaled` runs the file's HVP statements
+again with `plain` and `remat` given Hessians scaled by secret factors, and second-order autodiff of each follows its
+own factor whatever tangent it took. Real grading of performance-05 in two fixed worlds: in the first the world's own
+changes also separate the methods along the jit-made tangent (6.0 allowances), in the second they do not (0.37),
+which before the replay held that honest file for review.
+
+In both: a copy of `hvp_plain` given as `hvp_remat` along (1,...,1) or linspace(0, 1) (tangents the world's
+changes separate in only 2.5 % of worlds) follows `plain`'s factor, as autodiff of jax.checkpoint(plain) would: never
+credited, refused where the world separates along it, else held; a pair whose value
+shows its mistake (the gradient; a difference of gradients) is refused, saying what it shows; a typed-in pair
+follows no factor, and where the world does not separate along the tangent it reveals (both worlds here, measured)
+no value decides it: held for the instructor's review, never credited."""
 
 from __future__ import annotations
 
@@ -43,12 +45,30 @@ SHOWN = {
 }
 
 
-@pytest.mark.parametrize("requested, credited", [(7, True), (4242, False)])
-def test_a_tangent_made_inside_jit(tmp_path, requested, credited):
+HONEST = {
+    "hidden": HIDDEN,
+    "helper": ("def make(f):\n    return jax.jit(lambda p,t: jax.jvp(jax.grad(f),(p,),(t,))[1])\n"
+               "hp,hr=make(plain),make(remat)\nkey=jax.random.PRNGKey(3)\n"
+               "hvp_plain=hp(x,jax.random.normal(key,(16,)))\nhvp_remat=hr(x,jax.random.normal(key,(16,)))\n"),
+}
+COPIES = {
+    "copy_ones": "direction=jnp.ones(16)\n_,hvp_plain=jax.jvp(jax.grad(plain),(x,),(direction,))\nhvp_remat=hvp_plain\n",
+    "plain_twice": ("direction=jnp.linspace(0.,1.,len(x))\n_,hvp_plain=jax.jvp(jax.grad(plain),(x,),(direction,))\n"
+                    "_,hvp_remat=jax.jvp(jax.grad(plain),(x,),(direction,))\n"),
+}
+TYPED = ROOT / "tests" / "assignments" / "performance-05" / "corpus" / "hardcoded_hvp.py"   # one vector, twice
+
+
+@pytest.mark.parametrize("requested", [7, 4242])
+def test_a_tangent_made_inside_jit(tmp_path, requested):
     assert SOLUTION.count(GIVEN) == 1
     folder = tmp_path / "submissions"
     folder.mkdir()
-    (folder / "hidden.py").write_text(SOLUTION.replace(GIVEN, HIDDEN))
+    for name, lines in HONEST.items():
+        (folder / f"{name}.py").write_text(SOLUTION.replace(GIVEN, lines))
+    for name, lines in COPIES.items():
+        (folder / f"{name}.py").write_text(SOLUTION.replace(GIVEN, lines))
+    (folder / "typed.py").write_text(TYPED.read_text())
     for name, (lines, _) in SHOWN.items():
         (folder / f"{name}.py").write_text(SOLUTION.replace(GIVEN, "direction=jnp.linspace(-1.,1.,len(x))\n" + lines))
     assert main(["grade", str(folder), "--out", str(tmp_path / "out"), "--workers", "2",
@@ -59,19 +79,30 @@ def test_a_tangent_made_inside_jit(tmp_path, requested, credited):
         for check in (c for c in record["checks"] if c["id"] in ("hvp.plain_matches_oracle", "hvp.remat_matches_plain")):
             assert check["score"] == 0 and shown in check["feedback"], (name, check)
             assert not check["feedback"].startswith("In the variant run"), (name, check)   # the file as written shows it too
-    record = json.loads((tmp_path / "out" / "hidden.json").read_text())
-    plain = next(c for c in record["checks"] if c["id"] == "hvp.plain_matches_oracle")
-    if credited:
-        assert record["groups"]["hvp"]["score"] == 20, plain["feedback"]
-    else:
+    for name in HONEST:
+        record = json.loads((tmp_path / "out" / f"{name}.json").read_text())
+        plain = next(c for c in record["checks"] if c["id"] == "hvp.plain_matches_oracle")
+        assert record["groups"]["hvp"]["score"] == 20 and "review_hold" not in record, (name, plain["feedback"])
+    for name in COPIES:
+        record = json.loads((tmp_path / "out" / f"{name}.json").read_text())
         remat = next(c for c in record["checks"] if c["id"] == "hvp.remat_matches_plain")
-        for check in (plain, remat):
-            assert check["score"] == 0 and check["feedback"].startswith("Held for your instructor's review"), check
-            assert "too small to tell second-order autodiff from a copy" in check["feedback"], check["feedback"]
-            assert "any direction your code made" not in check["feedback"]   # no failure named: none was shown
-        hold = record["review_hold"]
-        assert set(hold["checks"]) == {"hvp.plain_matches_oracle", "hvp.remat_matches_plain"}, hold
-        assert "no run's values could decide" in hold["why"], hold
-        with open(tmp_path / "out" / "grades.csv", newline="", encoding="utf-8") as stream:
-            row = next(r for r in csv.DictReader(stream) if r["submission"] == "hidden")
-        assert set(row["held"].split()) == set(hold["checks"]), row   # the hold has its column
+        assert remat["score"] == 0, (name, remat)   # never credited: refused where the world separates along the
+        assert ("is the Hessian-vector product of the ordinary objective" in remat["feedback"]   # tangent, else held
+                or "did not change as its own objective's did" in remat["feedback"]), (name, remat)
+    record = json.loads((tmp_path / "out" / "typed.json").read_text())
+    checks = [c for c in record["checks"] if c["id"] in ("hvp.plain_matches_oracle", "hvp.remat_matches_plain")]
+    assert all(c["score"] == 0 for c in checks), checks   # never credited
+    if "review_hold" not in record:   # a world that separates along the tangent the typed pair reveals
+        assert all("does not match second-order autodiff" in c["feedback"] for c in checks), checks
+        return
+    for check in checks:
+        assert check["feedback"].startswith("Held for your instructor's review"), check
+        assert ("too small to tell second-order autodiff from a copy" in check["feedback"]   # the world's changes
+                or "did not change with it" in check["feedback"]), check["feedback"]            # the replay
+        assert "any direction your code made" not in check["feedback"]   # no failure named: none was shown
+    hold = record["review_hold"]
+    assert set(hold["checks"]) == {"hvp.plain_matches_oracle", "hvp.remat_matches_plain"}, hold
+    assert "no run's values could decide" in hold["why"], hold
+    with open(tmp_path / "out" / "grades.csv", newline="", encoding="utf-8") as stream:
+        row = next(r for r in csv.DictReader(stream) if r["submission"] == "typed")
+    assert set(row["held"].split()) == set(hold["checks"]), row   # the hold has its column

@@ -767,17 +767,71 @@ def _matching(value, hessian, directions, share, oracle, settings, what="", with
     return directions[int(hits[0])] if hits.size else None
 
 
+HVP_REPLAY = "hvp_scaled"   # assignment.toml [replays.hvp_scaled]
+
+
+@functools.cache
+def _replay_scales():
+    """probes._replay_scales, the one definition of the replay's factors (the run draws them with it too)."""
+    import importlib.util
+    from pathlib import Path
+
+    spec = importlib.util.spec_from_file_location("performance05_probes", Path(__file__).with_name("probes.py"))
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module._replay_scales
+
+
+def _replay_follows(run, settings, name, checkpointed):
+    """Which objective `name` followed when the replay ran the file's HVP statements again with each objective's
+    Hessian scaled by a secret 1 + k (probes._hvp_scaled): "own" (its value times its own objective's 1 + k: second-
+    order autodiff of that objective, along whatever tangent, wherever it was made), "other" (the other objective's
+    factor: a copy of the other HVP, or autodiff of a function the file built from the other objective, such as
+    jax.checkpoint(plain), so never a refusal by itself), or None (the replay did not run, raised, or
+    the value followed neither: "neither"). A value the file cannot shape: the factors come from the run's secret,
+    which only the grader keeps (`snapshot.secret`)."""
+    found = run.snapshot.replays.get(HVP_REPLAY)
+    if not found or "values" not in found or name not in found["values"]:
+        return None
+    try:
+        again = as_vector(found["values"][name], f"`{name}`", settings.width, column=True)
+    except AssertionError:
+        return None
+    value = _hvp(run, settings, name)
+    size = float(np.max(np.abs(value)))
+    if not size or not np.all(np.isfinite(again)):
+        return None
+    k_plain, k_remat = _replay_scales()(run.snapshot.secret)
+    own, other = (k_remat, k_plain) if checkpointed else (k_plain, k_remat)
+    for label, k in (("own", own), ("other", other)):
+        allowance = settings.hvp_replay_tolerance * (1.0 + k) * size
+        off = float(np.max(np.abs(again - (1.0 + k) * value)))
+        if compared(f"`{name}` with {'remat' if (label == 'own') == checkpointed else 'plain'}'s Hessian scaled by a "
+                    "secret 1 + k (the replay) vs (1 + k) times its value in the run", again, (1.0 + k) * value, off,
+                    allowance, off <= allowance, measure="max|replayed − (1 + k)·value| over the entries",
+                    unchanged=value):
+            return label
+    return "neither"
+
+
 def _explained_by(run, oracle, settings, name, checkpointed, decide=False):
     """The direction along which `name` is what second-order autodiff of the (rematerialized or ordinary)
     objective returned in this run, or None: a vector the file made, else the tangent both HVPs reveal together.
-    With `decide`, a pair that agrees along a revealed tangent this world does not separate raises Undecidable."""
+    With `decide`, the replay decides first where it shows which objective the value followed (_replay_follows),
+    and a pair that agrees along a revealed tangent this world does not separate, and that the replay does not
+    decide, raises Undecidable."""
     value = _hvp(run, settings, name)
+    follows = _replay_follows(run, settings, name, checkpointed) if decide else None
     found = _matching(value, oracle.hessian(checkpointed), _candidate_directions(run, settings, name),
                       settings.hvp_tolerance, oracle, settings,
                       what=f"`{name}` vs H·d, H the Hessian of `{'remat' if checkpointed else 'plain'}` in this run",
                       without=(oracle.hessian(False) if checkpointed else oracle.true_hessian)
                       if oracle.derivatives_changed else None)
     if found is not None:
+        if follows in ("other", "neither") and not _separated_along(oracle, settings, found, checkpointed):
+            # the replay did not show the method, and along the file's vector this world's changes cannot either
+            _undecided_unless_shown(run, oracle, settings, name, checkpointed, UNFOLLOWED_HVP.format(name=name))
         return found
     revealed = _revealed_jointly(run, oracle, settings)
     if revealed is None:
@@ -786,15 +840,45 @@ def _explained_by(run, oracle, settings, name, checkpointed, decide=False):
         # Any pair close enough to one another agrees along the tangent it reveals, wherever the world's changes do
         # not separate the methods along it (everywhere in a run that changes nothing): a value that itself shows a
         # mistake (the gradient, an approximation along a vector of the file's) decides before that tangent does
-        shown = _shown_cause(run, oracle, settings, name, checkpointed)
+        if follows == "own" and _replay_follows(run, settings, _partner(name), not checkpointed) == "own":
+            # both HVPs followed their own objective's secret change: second-order autodiff of each, along the one
+            # tangent they agree on, wherever it was made (the world's changes need not tell them apart)
+            return _revealed_jointly(run, oracle, settings, unseparated_too=True)
+        if revealed is UNSEPARATED:
+            _undecided_unless_shown(run, oracle, settings, name, checkpointed, UNDECIDABLE_HVPS)
+        shown = _shown_cause(run, oracle, settings, name, checkpointed)   # no replay: what the value shows, first
         if shown:
             raise AssertionError(shown)
-        if revealed is UNSEPARATED:
-            raise Undecidable(UNDECIDABLE_HVPS)
     return None if revealed is UNSEPARATED else revealed
 
 
-def _revealed_jointly(run, oracle, settings):
+def _separated_along(oracle, settings, direction, checkpointed):
+    """This run's changes move an HVP along `direction` `separation` allowances from what a shortcut gives: the
+    ordinary one from the unchanged objective's; the rematerialized one from that and from the ordinary one (a copy).
+    True in a run that changes nothing (there, no HVP check decides a method)."""
+    if not oracle.derivatives_changed:
+        return True
+    ordinary, rematerialized, unchanged = oracle.hessian(False), oracle.hessian(True), oracle.true_hessian
+    own = rematerialized if checkpointed else ordinary
+    apart = settings.separation * float(oracle.hvp_allowances(own, direction, settings.hvp_tolerance, settings)[0])
+    shortcuts = (ordinary, unchanged) if checkpointed else (unchanged,)
+    return all(float(np.max(np.abs((own - other) @ direction))) >= apart for other in shortcuts)
+
+
+def _undecided_unless_shown(run, oracle, settings, name, checkpointed, why):
+    """Raise the failure the value itself shows (a gradient, an approximation along a vector of the file's), else
+    Undecidable(why): what is left is not decided by any value of this run."""
+    shown = _shown_cause(run, oracle, settings, name, checkpointed)
+    if shown:
+        raise AssertionError(shown)
+    raise Undecidable(why)
+
+
+def _partner(name):
+    return "hvp_remat" if name == "hvp_plain" else "hvp_plain"
+
+
+def _revealed_jointly(run, oracle, settings, unseparated_too=False):
     """The tangent v that `hvp_plain` reveals (the ordinary objective's Hessian in this run solved for it) when
     `hvp_remat` is the rematerialized objective's Hessian in this run times the same v, or None.
 
@@ -825,8 +909,8 @@ def _revealed_jointly(run, oracle, settings):
         return None
     changed = not np.array_equal(ordinary, unchanged)
     apart = settings.separation * allowance
-    if changed and (np.max(np.abs((rematerialized - ordinary) @ tangent)) < apart
-                    or np.max(np.abs((ordinary - unchanged) @ tangent)) < apart):
+    if changed and not unseparated_too and (np.max(np.abs((rematerialized - ordinary) @ tangent)) < apart
+                                            or np.max(np.abs((ordinary - unchanged) @ tangent)) < apart):
         return UNSEPARATED
     return tangent
 
@@ -856,6 +940,18 @@ UNDECIDABLE_HVPS = (
     "computed. Nothing is concluded against you; your instructor decides.")
 
 
+# A value that is this run's HVP of its objective along a vector of the file's, where this run's changes are too small
+# along it to tell it from a shortcut, and that did not follow its own objective's change in the replay: autodiff of a
+# function of the file's own making (a copy made earlier, a checkpoint of `plain`) reads so, and so do a copy of the
+# other HVP and a value computed without the objective: no value decides between them.
+UNFOLLOWED_HVP = (
+    "`{name}` matches this run's second-order autodiff along your direction, but along it the grader's hidden "
+    "changes in this run are too small to tell it from a copy of the other HVP or a value computed another way, "
+    "and when the grader ran your HVP statements again with `plain`'s and `remat`'s second derivatives changed by "
+    "different amounts, `{name}` did not change as its own objective's did, so no value here shows how it was "
+    "computed. Nothing is concluded against you; your instructor decides.")
+
+
 def _hvp_diagnosis(run, oracle, settings, name, checkpointed):
     """Why `name` is not second-order autodiff of its objective in this run, in words true of this value."""
     shown = _shown_cause(run, oracle, settings, name, checkpointed)
@@ -876,6 +972,10 @@ def _shown_cause(run, oracle, settings, name, checkpointed):
     value = _hvp(run, settings, name)
     candidates = _candidate_directions(run, settings, name)
     objective = "the rematerialized objective `remat`" if checkpointed else "the ordinary objective `plain`"
+    if _matching(value, oracle.hessian(checkpointed), candidates, settings.hvp_tolerance, oracle, settings) is not None:
+        # its own objective's HVP along a vector of the file's (where this run's Hessians agree along it, as in a
+        # run that changes nothing, it is the others' too): the value shows no mistake
+        return ""
     if _matching(value, oracle.hessian(not checkpointed), candidates, settings.hvp_tolerance, oracle, settings) is not None:
         if checkpointed:
             return (f"`{name}` is the Hessian-vector product of the ordinary objective, not of a rematerialized one: in "

@@ -6,6 +6,8 @@ does not lose it. The grader compares what comes back with its own float64 oracl
 
 `trusted` is the real JAX API, captured by the harness before the student's file ran: a student who
 replaces `jax.grad` in their file changes what their own code computes, never what a probe computes.
+`run_secret` is the run's secret tag (the grader keeps its own copy): a replay's probe draws from it changes no
+file can predict.
 """
 
 
@@ -38,6 +40,39 @@ def residual_reports(plain, remat, x, reports):
     if saved_residuals is None:   # this JAX does not have it where the harness looks: nothing to compare with
         return None
     return [[f"{_short(aval)} {source}" for aval, source in saved_residuals(fn, x)] for fn in (plain, remat)]
+
+
+def _hvp_scaled(plain, remat):
+    """The replay `hvp_scaled`'s `plain` and `remat`: each the file's own function with the same value and a Hessian
+    (1 + k) times its own, k secret per run (_replay_scales). The file's HVP statements run again with them
+    (assignment.toml [replays.hvp_scaled]): second-order autodiff of a function, along any tangent, made anywhere
+    (inside jit, a helper, a loop), is then (1 + k) times what the run gave; a copy of the other HVP follows the other
+    factor, a first derivative or a difference of gradients sqrt(1 + k), a value computed without the function
+    (typed in, NumPy) none. checks._replay_follows reads which."""
+    k_plain, k_remat = _replay_scales(run_secret)  # noqa: F821 -- injected by the harness
+    return _scaled(plain, k_plain), _scaled(remat, k_remat)
+
+
+def _scaled(function, k):
+    """y -> function(c + s (y - c)), c = y held constant, s = sqrt(1 + k): the same value (y - c is exactly 0), the
+    gradient times s, the Hessian times 1 + k, in every way JAX differentiates it."""
+    stop, factor = trusted.stop_gradient, (1.0 + k) ** 0.5  # noqa: F821
+
+    def scaled(y, *rest, **named):
+        held = stop(y)
+        return function(held + factor * (y - held), *rest, **named)
+
+    return scaled
+
+
+def _replay_scales(secret):
+    """(k_plain, k_remat) of the run whose secret tag is `secret` (in the run: `run_secret`; in the grader:
+    the snapshot's copy), k_plain in [0.10, 0.20), k_remat in [0.25, 0.35): at least 0.05 apart."""
+    import hashlib
+
+    digest = hashlib.sha256(("hvp_scaled:" + str(secret)).encode()).digest()
+    draw = [int.from_bytes(digest[i:i + 8], "big") / 2.0 ** 64 for i in (0, 8)]
+    return 0.10 + 0.10 * draw[0], 0.25 + 0.10 * draw[1]
 
 
 def _short(aval):

@@ -76,13 +76,20 @@ class Scenario:
 class Replay:
     """The end of a run executed again inside that run with `replace` given the value the probe `probe` makes of it:
     the values of `capture` come back (harness.run_replay), so a branch the run's world never took is judged without
-    a second run of the file."""
+    a second run of the file.
+
+    `replace` may name several contract names: the probe then takes their values in that order and returns the new
+    ones as a tuple. `rerun` says which statements run again: "end" (from the first after the replaced names' last
+    binding that reads one, through the last that binds a captured name) or "slice" (only those the captured names'
+    bindings depend on, read off each statement's reads and bindings: the value's own computation, not the rest of
+    the file's end)."""
     name: str
-    replace: str
+    replace: tuple[str, ...]
     probe: str
     capture: tuple[str, ...]
     scenarios: tuple[str, ...]
     description: str = ""
+    rerun: str = "end"
 
 
 @dataclass
@@ -279,8 +286,9 @@ def load(assignment_id: str | None = None, root: Path | None = None) -> Assignme
                                 fresh_seed=bool(s.get("fresh_seed", False)), failure_hint=s.get("failure_hint", ""),
                                 hints=dict(s.get("hints", {})), primary=s.get("primary") is True)
                  for name, s in config.get("scenarios", {}).items()}
-    replays = {name: Replay(name=name, replace=r["replace"], probe=r["probe"], capture=tuple(r["capture"]),
-                            scenarios=tuple(r["scenarios"]), description=str(r.get("description", "")))
+    replays = {name: Replay(name=name, replace=(r["replace"],) if isinstance(r["replace"], str) else tuple(r["replace"]),
+                            probe=r["probe"], capture=tuple(r["capture"]), scenarios=tuple(r["scenarios"]),
+                            description=str(r.get("description", "")), rerun=str(r.get("rerun", "end")))
                for name, r in config.get("replays", {}).items()}
     parameters = dict(config.get("parameters", {}))
     settings = types.SimpleNamespace(**parameters, **config.get("tolerances", {}))

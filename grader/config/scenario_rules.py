@@ -6,7 +6,7 @@ from __future__ import annotations
 from grader.config.table_rules import is_string_list, named_tables
 
 SCENARIO_KEYS = ("description", "setup", "fresh_seed", "failure_hint", "hints", "primary")
-REPLAY_KEYS = ("replace", "probe", "capture", "scenarios", "description")
+REPLAY_KEYS = ("replace", "probe", "capture", "scenarios", "description", "rerun")
 
 
 def fact_setup_problems(fact_setup: object, scenarios: dict) -> list[str]:
@@ -58,7 +58,14 @@ def replay_problems(replays: object, checks: list, scenarios: dict, contract: li
     for replay, where in named_tables(replays, "replays", REPLAY_KEYS, "with replace, probe, capture and scenarios",
                                        problems):
         problems += [f"{where}: {key} is missing" for key in ("replace", "probe", "capture", "scenarios") if key not in replay]
-        names = [replay.get("replace")] + list(replay.get("capture", []) if is_string_list(replay.get("capture", [])) else [])
+        replaced = replay.get("replace")
+        if not (isinstance(replaced, str) or (is_string_list(replaced) and replaced)):
+            problems.append(f"{where}: replace must be a contract name or a non-empty list of them")
+        listed = [replaced] if isinstance(replaced, str) else replaced if isinstance(replaced, list) else []
+        captured = replay.get("capture", [])
+        names = [*listed, *(captured if isinstance(captured, list) else [])]
+        if replay.get("rerun", "end") not in ("end", "slice"):
+            problems.append(f"{where}: rerun = {replay.get('rerun')!r}: \"end\" or \"slice\"")
         problems += [f"{where}: {n!r} is not in [assignment] contract" for n in names if isinstance(n, str) and n not in contract]
         if not is_string_list(replay.get("capture", [])) or not is_string_list(replay.get("scenarios", [])):
             problems.append(f"{where}: capture and scenarios must be lists of names")

@@ -146,7 +146,7 @@ def make_job(assignment: Assignment, scenario: Scenario, seed: int, source: str,
     # that measure facts to keep (`tagged=False`) name the file plainly, so what is kept is the same every time.
     if tagged:
         job["code_tag"] = secrets.token_hex(8)
-    replays = [{"name": r.name, "replace": r.replace, "probe": r.probe, "capture": list(r.capture)}
+    replays = [{"name": r.name, "replace": list(r.replace), "probe": r.probe, "capture": list(r.capture), "rerun": r.rerun}
                for r in assignment.replays.values() if scenario.name in r.scenarios]
     if replays:
         job["replays"] = replays
@@ -162,4 +162,6 @@ def run_scenario(assignment: Assignment, scenario: Scenario, seed: int, source: 
                  data: bytes = b"", batch_seed: int | None = None, tagged: bool = True) -> tuple[Snapshot, RawRun]:
     job = make_job(assignment, scenario, seed, source, filename, cells, data, batch_seed, tagged)
     raw = runner(job, assignment.limits) if runner else run_job(job, assignment.limits)
-    return build_snapshot(raw, scenario.name, seed), raw
+    snapshot = build_snapshot(raw, scenario.name, seed)
+    snapshot.secret = str(job.get("code_tag") or "")
+    return snapshot, raw

@@ -78,6 +78,7 @@ class Snapshot:
     ending: str = "lost"   # completed | syntax_error | sys_exit | setup_failed | killed_wall | exited_early | lost
     exit_code: Any = None
     exit_line: int | None = None
+    secret: str = ""   # the run's secret tag (jobs.make_job's code_tag): the parent's copy, never read from the run
     exit_cell: int | None = None
     soft_limit_hit: bool = False
     syntax_error: dict | None = None                      # the first one (a notebook may have one per cell)

@@ -75,7 +75,7 @@ def capture_trusted():
     except ImportError:
         return None
     return types.SimpleNamespace(**{name: getattr(jax, name) for name in ("grad", "jvp", "vjp", "jit", "hessian")},
-                                 **residual_api())
+                                 stop_gradient=jax.lax.stop_gradient, **residual_api())
 
 
 def notebook_display(*objects, **_):
@@ -209,7 +209,7 @@ class Harness:
         exec(compile(self.job["setup_source"], SETUP_FILE, "exec", dont_inherit=True), module)
         for name, params in self.job["setup_calls"]:
             module[name](**params)
-        probes = {"__name__": "probes", "__builtins__": __builtins__, "trusted": self.trusted}
+        probes = {"__name__": "probes", "__builtins__": __builtins__, "trusted": self.trusted, "run_secret": self.code_tag}
         exec(compile(self.job["probes_source"], PROBES_FILE, "exec", dont_inherit=True), probes)
         self.probe_module = probes
         for name, value in probes.items():

@@ -141,6 +141,7 @@ class Recorder:
         real = {name: getattr(jax, name) for name in ("grad", "jvp", "vjp", "jit", "hessian", "value_and_grad",
                                                       "checkpoint") if hasattr(jax, name)}
         real.update(residual_api())
+        real["stop_gradient"] = jax.lax.stop_gradient   # what a replay's probe builds a changed function with
         self.enabled = True
         if not self.records_evaluations:   # sightings only: JAX's own functions stay in place, untouched
             return real

@@ -18,26 +18,34 @@ def run_replay(harness, replay, ran):
     the replacement a probe computes from the run's own value. Nothing of the run is streamed again; only the
     captured names' values come back. A branch the run's world never took (every analysis present, where the run
     had one missing) is judged from the same run, without a second run of the file."""
-    name, replace, capture = replay["name"], replay["replace"], [n for n in replay["capture"] if n != replay["replace"]]
+    replaced = replay["replace"] if isinstance(replay["replace"], list) else [replay["replace"]]
+    name, capture = replay["name"], [n for n in replay["capture"] if n not in replaced]
     message = {"type": "replay", "name": name}
     ok = [(node, filename, record) for node, filename, record in ran if record.get("status") == "ok"]
-    bound = [i for i, (_, _, r) in enumerate(ok) if replace in r["assigns"] or replace in r["mutates"]]
+    bound = [i for i, (_, _, r) in enumerate(ok) if set(replaced) & (set(r["assigns"]) | set(r["mutates"]))]
     last = [i for i, (_, _, r) in enumerate(ok) if set(capture) & set(r["assigns"])]
     if not bound or not last or last[-1] <= bound[-1]:
-        message["problem"] = "nothing bound %s after %s's last binding" % (", ".join(capture), replace)
+        message["problem"] = "nothing bound %s after %s's last binding" % (", ".join(capture), ", ".join(replaced))
         harness.channel.send(message)
         return
-    first = next(i for i in range(bound[-1] + 1, last[-1] + 1)
-                 if replace in ok[i][2]["reads"] or set(capture) & set(ok[i][2]["assigns"]))
+    if replay.get("rerun") == "slice":
+        chosen = statement_slice(ok, bound[-1] + 1, last[-1], capture)
+    else:
+        first = next(i for i in range(bound[-1] + 1, last[-1] + 1)
+                     if set(replaced) & set(ok[i][2]["reads"]) or set(capture) & set(ok[i][2]["assigns"]))
+        chosen = list(range(first, last[-1] + 1))
     make = harness.probe_module.get(replay["probe"])
 
     def again():
-        harness.namespace[replace] = make(harness.namespace.get(replace))
+        made = make(*[harness.namespace.get(n) for n in replaced])
+        for n, value in zip(replaced, made if len(replaced) > 1 else [made]):
+            harness.namespace[n] = value
         # what the statements print again (with figures no run reported) is not the file's output: never shown
         with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
-            for node, filename, _ in ok[first:last[-1] + 1]:
+            for index in chosen:
+                node, filename, _ = ok[index]
                 exec(harness.compile_statement(node, filename), harness.namespace)
-        return {n: encode_value(harness.namespace[n], harness.max_value_bytes) for n in [replace] + capture
+        return {n: encode_value(harness.namespace[n], harness.max_value_bytes) for n in replaced + capture
                 if n in harness.namespace}
 
     def call():
@@ -62,6 +70,20 @@ def run_replay(harness, replay, ran):
         message["problem"] = "%s: %s" % (error.get("type"), str(error.get("message"))[:300])
         message["raised"] = error.get("type") != "SoftTimeLimit"   # the file's statements raised with the new value
     else:
-        message["statements"] = [ok[first][2]["index"], ok[last[-1]][2]["index"]]
+        message["statements"] = [ok[chosen[0]][2]["index"], ok[chosen[-1]][2]["index"]]
         message["values"] = outcome
     harness.channel.send(message)
+
+
+def statement_slice(ok, start, end, capture):
+    """The statements among ok[start..end] that the captured names' bindings depend on, in order: each binding of a
+    captured name, and (going back) each statement that binds or changes a name a chosen statement reads (a `def`
+    reads what its body reads, so a helper defined after the replaced names' binding is made again and sees their
+    new values, a jitted one with a fresh cache)."""
+    needed, chosen = set(), []
+    for index in range(end, start - 1, -1):
+        record = ok[index][2]
+        if set(capture) & set(record["assigns"]) or needed & (set(record["assigns"]) | set(record["mutates"])):
+            chosen.append(index)
+            needed |= set(record["reads"])
+    return chosen[::-1]
