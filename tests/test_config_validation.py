@@ -102,6 +102,8 @@ BROKEN = {
                                      [TOML, "[replays.hvp_scaled]: rerun = 'some': \"end\" or \"slice\""]),
     "replay replaces a name outside the contract": (toml('replace = ["plain", "remat"]', 'replace = ["plain", "remats"]'),
                                                     [TOML, "[replays.hvp_scaled]: 'remats' is not in [assignment] contract"]),
+    "replay time limit out of range": (toml("seconds = 10\n", "seconds = 0\n"),
+                                       [TOML, "[replays.hvp_scaled]: seconds = 0: a number of seconds above 0"]),
     "check lists an unknown scenario": (toml('scenarios = ["baseline", "variant"]', 'scenarios = ["baseline", "varient"]'),
                                         [TOML, "[[checks]] gradients.inputs: scenarios lists 'varient'",
                                          "did you mean 'variant'", "define [scenarios.varient]"]),

@@ -90,6 +90,7 @@ class Replay:
     scenarios: tuple[str, ...]
     description: str = ""
     rerun: str = "end"
+    seconds: float = 0.0    # its own time limit (wall seconds); 0: a statement's grace, [limits] statement_grace_seconds
 
 
 @dataclass
@@ -288,7 +289,8 @@ def load(assignment_id: str | None = None, root: Path | None = None) -> Assignme
                  for name, s in config.get("scenarios", {}).items()}
     replays = {name: Replay(name=name, replace=(r["replace"],) if isinstance(r["replace"], str) else tuple(r["replace"]),
                             probe=r["probe"], capture=tuple(r["capture"]), scenarios=tuple(r["scenarios"]),
-                            description=str(r.get("description", "")), rerun=str(r.get("rerun", "end")))
+                            description=str(r.get("description", "")), rerun=str(r.get("rerun", "end")),
+                            seconds=float(r.get("seconds", 0.0)))
                for name, r in config.get("replays", {}).items()}
     parameters = dict(config.get("parameters", {}))
     settings = types.SimpleNamespace(**parameters, **config.get("tolerances", {}))

@@ -6,7 +6,7 @@ from __future__ import annotations
 from grader.config.table_rules import is_string_list, named_tables
 
 SCENARIO_KEYS = ("description", "setup", "fresh_seed", "failure_hint", "hints", "primary")
-REPLAY_KEYS = ("replace", "probe", "capture", "scenarios", "description", "rerun")
+REPLAY_KEYS = ("replace", "probe", "capture", "scenarios", "description", "rerun", "seconds")
 
 
 def fact_setup_problems(fact_setup: object, scenarios: dict) -> list[str]:
@@ -64,6 +64,9 @@ def replay_problems(replays: object, checks: list, scenarios: dict, contract: li
         listed = [replaced] if isinstance(replaced, str) else replaced if isinstance(replaced, list) else []
         captured = replay.get("capture", [])
         names = [*listed, *(captured if isinstance(captured, list) else [])]
+        seconds = replay.get("seconds", 1)
+        if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or not 0 < seconds <= 60:
+            problems.append(f"{where}: seconds = {seconds!r}: a number of seconds above 0, at most 60")
         if replay.get("rerun", "end") not in ("end", "slice"):
             problems.append(f"{where}: rerun = {replay.get('rerun')!r}: \"end\" or \"slice\"")
         problems += [f"{where}: {n!r} is not in [assignment] contract" for n in names if isinstance(n, str) and n not in contract]

@@ -50,7 +50,7 @@ class Job(TypedDict):
     file_b64: NotRequired[str]             # the submitted file's bytes (for code that reads its own file)
     evidence: NotRequired[dict[str, int]]  # bounds of the method evidence ({} records none)
     notebook: NotRequired[bool]
-    replays: NotRequired[list[dict[str, Any]]]   # {name, replace (names), probe, capture, rerun}: run at the end (harness.run_replay)
+    replays: NotRequired[list[dict[str, Any]]]   # {name, replace (names), probe, capture, rerun, seconds?}: run at the end (run_replay)
     code_tag: NotRequired[str]             # secret per run: the file's code is compiled under a name holding it
     import_settings: NotRequired[list[str]]   # JAX_* variables applied as the file first imports JAX (IMPORT_SETTINGS)
     # Added on the way in, by the sandbox (process.py, fork_server.py) or the compile-cache warm-up:

@@ -146,7 +146,8 @@ def make_job(assignment: Assignment, scenario: Scenario, seed: int, source: str,
     # that measure facts to keep (`tagged=False`) name the file plainly, so what is kept is the same every time.
     if tagged:
         job["code_tag"] = secrets.token_hex(8)
-    replays = [{"name": r.name, "replace": list(r.replace), "probe": r.probe, "capture": list(r.capture), "rerun": r.rerun}
+    replays = [{"name": r.name, "replace": list(r.replace), "probe": r.probe, "capture": list(r.capture), "rerun": r.rerun,
+                **({"seconds": r.seconds} if r.seconds else {})}
                for r in assignment.replays.values() if scenario.name in r.scenarios]
     if replays:
         job["replays"] = replays
