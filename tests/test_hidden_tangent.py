@@ -53,6 +53,11 @@ HONEST = {
 }
 COPIES = {
     "copy_ones": "direction=jnp.ones(16)\n_,hvp_plain=jax.jvp(jax.grad(plain),(x,),(direction,))\nhvp_remat=hvp_plain\n",
+    # read-outs of each Hessian that are no HVP: each follows its own factor in the replay, and the pair agrees along
+    # the huge tangent it reveals within that tangent's rounding (a first version credited both)
+    "diagonal": "direction=jnp.linspace(-1.,1.,len(x))\nhvp_plain=jnp.diag(jax.hessian(plain)(x))\nhvp_remat=jnp.diag(jax.hessian(remat)(x))\n",
+    "row_sums": ("direction=jnp.linspace(-1.,1.,len(x))\nhvp_plain=jax.hessian(plain)(x).sum(axis=1)*direction\n"
+                 "hvp_remat=jax.hessian(remat)(x).sum(axis=1)*direction\n"),
     "plain_twice": ("direction=jnp.linspace(0.,1.,len(x))\n_,hvp_plain=jax.jvp(jax.grad(plain),(x,),(direction,))\n"
                     "_,hvp_remat=jax.jvp(jax.grad(plain),(x,),(direction,))\n"),
 }
@@ -83,12 +88,13 @@ def test_a_tangent_made_inside_jit(tmp_path, requested):
         record = json.loads((tmp_path / "out" / f"{name}.json").read_text())
         plain = next(c for c in record["checks"] if c["id"] == "hvp.plain_matches_oracle")
         assert record["groups"]["hvp"]["score"] == 20 and "review_hold" not in record, (name, plain["feedback"])
-    for name in COPIES:
+    for name in COPIES:   # never credited: refused where the world separates along the tangent, else held
         record = json.loads((tmp_path / "out" / f"{name}.json").read_text())
         remat = next(c for c in record["checks"] if c["id"] == "hvp.remat_matches_plain")
-        assert remat["score"] == 0, (name, remat)   # never credited: refused where the world separates along the
-        assert ("is the Hessian-vector product of the ordinary objective" in remat["feedback"]   # tangent, else held
-                or "did not change as its own objective's did" in remat["feedback"]), (name, remat)
+        assert remat["score"] == 0, (name, remat)
+        if name in ("copy_ones", "plain_twice"):
+            assert ("is the Hessian-vector product of the ordinary objective" in remat["feedback"]
+                    or "did not change as its own objective's did" in remat["feedback"]), (name, remat)
     record = json.loads((tmp_path / "out" / "typed.json").read_text())
     checks = [c for c in record["checks"] if c["id"] in ("hvp.plain_matches_oracle", "hvp.remat_matches_plain")]
     assert all(c["score"] == 0 for c in checks), checks   # never credited

@@ -840,16 +840,28 @@ def _explained_by(run, oracle, settings, name, checkpointed, decide=False):
         # Any pair close enough to one another agrees along the tangent it reveals, wherever the world's changes do
         # not separate the methods along it (everywhere in a run that changes nothing): a value that itself shows a
         # mistake (the gradient, an approximation along a vector of the file's) decides before that tangent does
-        if follows == "own" and _replay_follows(run, settings, _partner(name), not checkpointed) == "own":
-            # both HVPs followed their own objective's secret change: second-order autodiff of each, along the one
-            # tangent they agree on, wherever it was made (the world's changes need not tell them apart)
-            return _revealed_jointly(run, oracle, settings, unseparated_too=True)
-        if revealed is UNSEPARATED:
-            _undecided_unless_shown(run, oracle, settings, name, checkpointed, UNDECIDABLE_HVPS)
-        shown = _shown_cause(run, oracle, settings, name, checkpointed)   # no replay: what the value shows, first
+        shown = _shown_cause(run, oracle, settings, name, checkpointed)   # what the value itself shows, first
         if shown:
             raise AssertionError(shown)
+        if follows == "own" and _replay_follows(run, settings, _partner(name), not checkpointed) == "own":
+            # both HVPs followed their own objective's secret change: second-order autodiff of each; credited along
+            # the one tangent they agree on within a share of the product (not the rounding of a huge tangent, which
+            # any two Hessian read-outs such as their diagonals meet), wherever it was made
+            tangent = _revealed_jointly(run, oracle, settings, unseparated_too=True)
+            if tangent is not None and _agree_closely(run, oracle, settings, tangent):
+                return tangent
+        if revealed is UNSEPARATED:
+            raise Undecidable(UNDECIDABLE_HVPS)
     return None if revealed is UNSEPARATED else revealed
+
+
+def _agree_closely(run, oracle, settings, tangent):
+    """Both HVPs are their objective's Hessian times `tangent` within `hvp_tolerance` of the product's largest entry."""
+    for name, checkpointed in (("hvp_plain", False), ("hvp_remat", True)):
+        product = oracle.hessian(checkpointed) @ tangent
+        if np.max(np.abs(product - _hvp(run, settings, name))) > settings.hvp_tolerance * np.max(np.abs(product)):
+            return False
+    return True
 
 
 def _separated_along(oracle, settings, direction, checkpointed):
