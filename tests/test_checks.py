@@ -11,6 +11,7 @@ the score and the feedback a student would read.
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -220,11 +221,31 @@ def good_events(oracle) -> list[tuple[int, str, object]]:
     return [(INDEX[key], "direction" if key == "direction2" else key, values[key]) for key in ORDER]
 
 
+REPLAY_SECRET = "0123456789abcdef"   # a run's secret tag: the replays' changes are drawn from it
+
+
+@functools.cache
+def lesson_checks():
+    return assignment_module.load("performance-05").check_module
+
+
+def cotangent_replay(oracle, follows="activations"):
+    """The replay cotangent_shifted's frame as the run sends it: `cotangent` made again with tanh shifted by the
+    secret's c0 + c1·z, as a recurrence over the activations gives it (or "pre-activations", "slope": autodiff)."""
+    checks = lesson_checks()
+    c0, c1 = checks._probes()._activation_shift(REPLAY_SECRET)
+    return {"values": {"cotangent": f32(checks.shifted_recurrences(oracle.w, oracle.x, c0, c1)[follows])}}
+
+
 def make_snapshot(oracle, scenario: str, events, ending="completed", failed=None, evaluations=None,
-                  sightings=None) -> Snapshot:
+                  sightings=None, cotangent_follows="activations") -> Snapshot:
     """Snapshot from events; `failed` maps a statement index to (status, error dict[, names it assigns]);
-    `evaluations` / `sightings` are the method evidence (default: what the lesson's code records)."""
+    `evaluations` / `sightings` are the method evidence (default: what the lesson's code records);
+    `cotangent_follows`: what the cotangent replay's value followed (None: no replay ran)."""
     snap = Snapshot(scenario=scenario, seed=oracle.seed, ending=ending, seconds=1.5, isolation="test")
+    snap.secret = REPLAY_SECRET
+    if cotangent_follows is not None:
+        snap.replays["cotangent_shifted"] = cotangent_replay(oracle, cotangent_follows)
     snap.evidence.installed = True
     failed = failed or {}
     last = max([i for i, _, _ in events] + list(failed) + [AFTER - 1])
@@ -450,12 +471,17 @@ def test_cotangent_is_the_recurrence_told_from_autodiff(assignment, oracles, var
     assert fraction == 0 and "autodiff" not in feedback and "reverse recurrence" in feedback
 
 
-def test_cotangent_from_autodiff_is_credited_where_the_rules_are_jaxs_own(assignment, oracles, base_events):
-    """In the baseline autodiff and the recurrence agree to float32 noise: a jax.grad copy is not told apart there."""
+def test_cotangent_from_autodiff_is_held_where_the_rules_are_jaxs_own(assignment, oracles, base_events):
+    """In the baseline autodiff and the recurrence agree to float32 noise, so the value does not tell them apart: the
+    replay does (autodiff follows the shifted tanh's slope), and a `cotangent` that did not follow the recurrence
+    there, or whose replay did not run, is held for the instructor, never credited (issue 67)."""
     oracle = oracles["baseline"]
-    fraction, _ = check(assignment, oracles, "cotangent_matches_recurrence",
-                        replace(base_events, "cotangent", f32(oracle.autodiff_gradient)))
-    assert fraction == 1
+    events = replace(base_events, "cotangent", f32(oracle.autodiff_gradient))
+    for follows, said in (("slope", "followed the changed function's slope"), (None, "could not compute it again")):
+        fraction, feedback = check(assignment, oracles, "cotangent_matches_recurrence", events, cotangent_follows=follows)
+        assert fraction == 0 and said in feedback and "instructor decides" in feedback
+    for follows in ("activations", "pre-activations"):   # the recurrence over activations or over pre-activations
+        assert check(assignment, oracles, "cotangent_matches_recurrence", events, cotangent_follows=follows)[0] == 1
 
 
 def test_cotangent_as_a_list_of_numpy_scalars_is_a_vector(assignment, oracles, base_events):

@@ -32,7 +32,7 @@ import grader.cli.main
 import grader.config.assignment
 import grader.grading.grade
 import grader.intake.discovery
-from grader.runs.jobs import variant_seed_for
+from grader.runs.jobs import VARIANT_SEED_ENV, variant_seed_for
 from grader.sandbox.isolation import WeakIsolation
 
 distributed = pytest.importorskip("distributed")
@@ -42,6 +42,12 @@ THREATS = case_folders("threats")["performance-05"]
 CASES = ["reference.py", "forward_difference.py", "raises_midway.py", "hang_at_end.py", "blank.py"]
 SEED = 4242
 SLEEPER = "5.3179"     # the killed batch's runs sleep this long in a child: a sandbox that outlived its worker shows
+
+
+def session_seed() -> int:
+    """The suite's one world (tests/conftest.py): both batches of a comparison ask for it by number, and its programs
+    are compiled once for the whole run, not once more for a world of this module's own."""
+    return int(os.environ.get(VARIANT_SEED_ENV) or SEED)
 
 
 @pytest.fixture(scope="module")
@@ -196,11 +202,12 @@ def test_the_cluster_grades_as_a_local_batch_does(assignment, cluster, tmp_path)
     hostile = (THREATS / "loopback_connect.py").read_text(encoding="utf-8").replace("__LISTENER_PORT__", port)
     (submissions / "loopback_connect.py").write_text(hostile, encoding="utf-8")
 
-    local = grader.cli.batch.grade_folder(assignment, submissions, tmp_path / "local", workers=2, variant_seed=SEED)
+    seed = session_seed()
+    local = grader.cli.batch.grade_folder(assignment, submissions, tmp_path / "local", workers=2, variant_seed=seed)
     with distributed.Client(cluster) as client:
-        remote = grader.cli.batch.grade_folder(assignment, submissions, tmp_path / "cluster", variant_seed=SEED,
+        remote = grader.cli.batch.grade_folder(assignment, submissions, tmp_path / "cluster", variant_seed=seed,
                                                scheduler=client)
-    assert local.variant_seed == remote.variant_seed == variant_seed_for(assignment, SEED)   # a suitable world
+    assert local.variant_seed == remote.variant_seed == variant_seed_for(assignment, seed)   # a suitable world
     print(f"local batch {local.seconds:.1f} s, cluster batch {remote.seconds:.1f} s")
     here, there = _records(tmp_path / "local"), _records(tmp_path / "cluster")
     assert sorted(here) == sorted(there) == sorted(Path(n).stem for n in [*CASES, "loopback_connect.py"])
@@ -240,7 +247,7 @@ def test_a_lost_worker_costs_no_record(assignment, cluster, tmp_path, monkeypatc
     client = distributed.Client(cluster)
     outcome: dict = {}
     batch = threading.Thread(target=lambda: outcome.update(result=grader.cli.batch.grade_folder(
-        assignment, submissions, out, variant_seed=SEED + 1, scheduler=client)))
+        assignment, submissions, out, variant_seed=session_seed(), scheduler=client)))
     batch.start()
     killed = None
     deadline = time.monotonic() + 240

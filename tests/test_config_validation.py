@@ -102,6 +102,17 @@ BROKEN = {
                                      [TOML, "[replays.hvp_scaled]: rerun = 'some': \"end\" or \"slice\""]),
     "replay replaces a name outside the contract": (toml('replace = ["plain", "remat"]', 'replace = ["plain", "remats"]'),
                                                     [TOML, "[replays.hvp_scaled]: 'remats' is not in [assignment] contract"]),
+    "replay patches something that is no module attribute": (
+        toml('patch = ["numpy.tanh",', 'patch = ["tanh",'),
+        [TOML, "[replays.cotangent_shifted]: patch must be a list of module attributes such as \"numpy.tanh\""]),
+    "replay replaces nothing and patches nothing": (
+        toml('patch = ["numpy.tanh", "jax.numpy.tanh", "jax.nn.tanh", "jax.lax.tanh", "math.tanh"]\n', ''),
+        [TOML, "[replays.cotangent_shifted]: replace must be a contract name or a non-empty list of them (empty only "
+               "with patch)"]),
+    "replay that only patches reruns the end": (
+        toml('probe = "_tanh_shifted"\ncapture = ["cotangent"]\nscenarios = ["variant", "baseline"]\nrerun = "slice"',
+             'probe = "_tanh_shifted"\ncapture = ["cotangent"]\nscenarios = ["variant", "baseline"]\nrerun = "end"'),
+        [TOML, "[replays.cotangent_shifted]: a replay that replaces no name (patch alone) must rerun = \"slice\""]),
     "replay time limit out of range": (toml("seconds = 10\n", "seconds = 0\n"),
                                        [TOML, "[replays.hvp_scaled]: seconds = 0: a number of seconds above 0"]),
     "check lists an unknown scenario": (toml('scenarios = ["baseline", "variant"]', 'scenarios = ["baseline", "varient"]'),

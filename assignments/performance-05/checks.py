@@ -61,7 +61,11 @@ def cotangent_matches_recurrence(run, oracle, settings):
     ok, worst = close_vectors(cotangent, oracle.gradient, 0.0, oracle.cotangent_share(settings),
                               what="`cotangent` vs the float64 reverse recurrence")
     if ok:
-        return "`cotangent` matches the float64 reverse recurrence."
+        follows = _cotangent_follows(run, oracle, settings, cotangent)
+        if follows in ("activations", "pre-activations"):
+            return ("`cotangent` matches the float64 reverse recurrence, and it moved as the recurrence over the "
+                    "forward pass's values does when the grader changed what tanh computes.")
+        raise Undecidable(UNDECIDABLE_COTANGENT[follows])
     # said only where this world proves it: autodiff lies `separation` tolerances from the recurrence (oracle.separates)
     follows_autodiff = (oracle.derivatives_changed and oracle.cotangent_separation(settings) >= settings.separation
                         and close_vectors(cotangent, oracle.autodiff_gradient, 0.0, oracle.cotangent_share(settings),
@@ -78,6 +82,74 @@ def cotangent_matches_recurrence(run, oracle, settings):
         f"difference is {worst:.2g} of the gradient's largest entry."
         + (f" It is the recurrence {cause}." if cause else " Compute it from the layers' outputs of the forward "
            "pass, layer by layer from the last down to the first."))
+
+
+COTANGENT_REPLAY = "cotangent_shifted"   # assignment.toml [replays.cotangent_shifted]
+UNDECIDABLE_COTANGENT = {
+    None: "`cotangent` has the recurrence's value, but the grader could not compute it again with the activations "
+          "changed (its statements did not run again to the end), so no value of this run shows how it was made. "
+          "Nothing is concluded against you; your instructor decides.",
+    "unchanged": "`cotangent` has the recurrence's value, but it stayed the same when the grader changed what tanh "
+                 "computes (through numpy, jax.numpy, jax.lax or math): it was not computed from the activations "
+                 "tanh gave in this run, so no value shows the recurrence. Nothing is concluded against you; your "
+                 "instructor decides.",
+    "slope": "`cotangent` has the recurrence's value, but when the grader changed what tanh computes it followed the "
+             "changed function's slope, as autodiff of the objective or differences of its values do, not the "
+             "recurrence over the activations x̄ = Wᵀ(h̄ ⊙ (1 − h²)). Your instructor decides.",
+    "other": "`cotangent` has the recurrence's value, but when the grader changed what tanh computes it moved "
+             "unlike the recurrence over the activations x̄ = Wᵀ(h̄ ⊙ (1 − h²)). Your instructor decides.",
+}
+
+
+def _cotangent_follows(run, oracle, settings, cotangent):
+    """What `cotangent` followed when the statements it depends on ran again with tanh shifted by a secret
+    c0 + c1·z (the replay cotangent_shifted, probes._tanh_shifted): "activations" (the lesson's recurrence over the
+    shifted forward values, 1 − h²), "pre-activations" (the recurrence with sech² z), "slope" (the shifted function's
+    derivative: autodiff or differences of values), "unchanged" (it never saw the shift), "other", or None (the
+    replay did not run or raised). The shift comes from the run's secret, which only the grader keeps."""
+    found = run.snapshot.replays.get(COTANGENT_REPLAY) or {}
+    # `rebound`: the statements raised after binding `cotangent` again (a file under `if __name__ == "__main__":` runs
+    # again whole, and the lesson's own assertion then compares jax.grad with the shifted `cotangent`)
+    replayed = found.get("values") or found.get("rebound") or {}
+    if "cotangent" not in replayed:
+        return None
+    try:
+        again = as_vector(replayed["cotangent"], "`cotangent`", settings.width)
+    except AssertionError:
+        return None
+    if not np.all(np.isfinite(again)):
+        return "other"
+    c0, c1 = _probes()._activation_shift(run.snapshot.secret)
+    predicted = shifted_recurrences(oracle.w, oracle.x, c0, c1)
+    share = settings.cotangent_replay_tolerances * oracle.cotangent_share(settings)
+    for label, value in (*predicted.items(), ("unchanged", cotangent)):
+        allowance = share * float(np.max(np.abs(value)))
+        off = float(np.max(np.abs(again - value)))
+        if compared(f"`cotangent` with tanh shifted by a secret c0 + c1·z (the replay) vs {label.replace('-', ' ')}",
+                    again, value, off, allowance, off <= allowance, measure="max|replayed − predicted| over the entries",
+                    unchanged=cotangent if label != "unchanged" else None):
+            return label
+    return "other"
+
+
+def shifted_recurrences(w, x, c0, c1):
+    """In float64, with every activation h_i = tanh(z_i) + c0 + c1·z_i (z_i = W h_{i−1}, h_0 = x): the recurrence
+    over the activations (1 − h_i²), the one over pre-activations (sech² z_i), and the shifted function's own slope
+    (sech² z_i + c1: what autodiff and differences give), each started from 2·h₄."""
+    h, z = [np.asarray(x, dtype=np.float64)], []
+    for _ in range(4):
+        z.append(w @ h[-1])
+        h.append(np.tanh(z[-1]) + c0 + c1 * z[-1])
+
+    def backward(factor):
+        g = 2.0 * h[4]
+        for i in range(4, 0, -1):
+            g = w.T @ (g * factor(i))
+        return g
+
+    return {"activations": backward(lambda i: 1.0 - h[i] ** 2),
+            "pre-activations": backward(lambda i: 1.0 - np.tanh(z[i - 1]) ** 2),
+            "slope": backward(lambda i: 1.0 - np.tanh(z[i - 1]) ** 2 + c1)}
 
 
 def _recurrence_slips(oracle):
@@ -771,8 +843,8 @@ HVP_REPLAY = "hvp_scaled"   # assignment.toml [replays.hvp_scaled]
 
 
 @functools.cache
-def _replay_scales():
-    """probes._replay_scales, the one definition of the replay's factors (the run draws them with it too)."""
+def _probes():
+    """probes.py, the one definition of the replays' secret changes (the run draws them with it too)."""
     import importlib.util
     from pathlib import Path
 
@@ -780,7 +852,12 @@ def _replay_scales():
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    return module._replay_scales
+    return module
+
+
+def _replay_scales():
+    """probes._replay_scales: the HVP replay's factors."""
+    return _probes()._replay_scales
 
 
 def _replay_follows(run, settings, name, checkpointed):

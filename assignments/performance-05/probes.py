@@ -75,6 +75,36 @@ def _replay_scales(secret):
     return 0.10 + 0.10 * draw[0], 0.25 + 0.10 * draw[1]
 
 
+def _tanh_shifted(*originals):
+    """The replay `cotangent_shifted`'s tanh functions (assignment.toml: numpy's, jax.numpy's, jax.nn's, jax.lax's and
+    math's; None where the file never imported the module): each z -> tanh(z) + c0 + c1·z, c0 and c1 secret per run
+    (_activation_shift). The statements `cotangent` depends on run again with them, so every activation the forward
+    pass computes through tanh moves. A recurrence over those activations, x̄ = Wᵀ(h̄ ⊙ (1 − h²)) from 2·h₄, or over
+    the pre-activations (sech² z), then gives what the grader predicts; autodiff of the objective and differences of
+    its values follow the shifted function's slope, sech² z + c1, or never see the shift (tanh spelled otherwise)."""
+    c0, c1 = _activation_shift(run_secret)  # noqa: F821 -- injected by the harness
+    return tuple(None if original is None else _shifted(original, c0, c1) for original in originals)
+
+
+def _shifted(function, c0, c1):
+    def shifted(z, *args, **named):
+        out = function(z, *args, **named)
+        return out + c0 + c1 * (out * 0 + z)   # `out * 0 + z`: z as out's kind of value (a list, for NumPy's)
+
+    return shifted
+
+
+def _activation_shift(secret):
+    """(c0, c1) of the run whose secret tag is `secret` (in the run: `run_secret`; in the grader: the snapshot's
+    copy), each in [0.002, 0.004): a thousand times a float32 recurrence's rounding, far below what changes the
+    network's regime."""
+    import hashlib
+
+    digest = hashlib.sha256(("cotangent_shifted:" + str(secret)).encode()).digest()
+    draw = [int.from_bytes(digest[i:i + 8], "big") / 2.0 ** 64 for i in (0, 8)]
+    return 0.002 + 0.002 * draw[0], 0.002 + 0.002 * draw[1]
+
+
 def _short(aval):
     """The value's type as print_saved_residuals writes it (`f32[16]`); only the source positions are compared."""
     try:

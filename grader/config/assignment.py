@@ -82,7 +82,12 @@ class Replay:
     ones as a tuple. `rerun` says which statements run again: "end" (from the first after the replaced names' last
     binding that reads one, through the last that binds a captured name) or "slice" (only those the captured names'
     bindings depend on, read off each statement's reads and bindings: the value's own computation, not the rest of
-    the file's end)."""
+    the file's end).
+
+    `patch` names module attributes (`numpy.tanh`) that the probe's further values stand in for while the statements
+    run again, put back after: a change to what a function of a library computes reaches every spelling that calls it
+    through its module, whatever the file names its values. The probe takes the replaced names' values, then the
+    attributes' (None where the file never imported the module), and returns the new ones in that order."""
     name: str
     replace: tuple[str, ...]
     probe: str
@@ -91,6 +96,7 @@ class Replay:
     description: str = ""
     rerun: str = "end"
     seconds: float = 0.0    # its own time limit (wall seconds); 0: a statement's grace, [limits] statement_grace_seconds
+    patch: tuple[str, ...] = ()   # module attributes ("numpy.tanh") the probe's values stand in for during the replay
 
 
 @dataclass
@@ -290,7 +296,7 @@ def load(assignment_id: str | None = None, root: Path | None = None) -> Assignme
     replays = {name: Replay(name=name, replace=(r["replace"],) if isinstance(r["replace"], str) else tuple(r["replace"]),
                             probe=r["probe"], capture=tuple(r["capture"]), scenarios=tuple(r["scenarios"]),
                             description=str(r.get("description", "")), rerun=str(r.get("rerun", "end")),
-                            seconds=float(r.get("seconds", 0.0)))
+                            seconds=float(r.get("seconds", 0.0)), patch=tuple(r.get("patch", ())))
                for name, r in config.get("replays", {}).items()}
     parameters = dict(config.get("parameters", {}))
     settings = types.SimpleNamespace(**parameters, **config.get("tolerances", {}))

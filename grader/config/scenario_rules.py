@@ -3,10 +3,13 @@ again with one value replaced) and the reference facts' set-up."""
 
 from __future__ import annotations
 
+import re
+
 from grader.config.table_rules import is_string_list, named_tables
 
 SCENARIO_KEYS = ("description", "setup", "fresh_seed", "failure_hint", "hints", "primary")
-REPLAY_KEYS = ("replace", "probe", "capture", "scenarios", "description", "rerun", "seconds")
+_MODULE_ATTRIBUTE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)+")
+REPLAY_KEYS = ("replace", "patch", "probe", "capture", "scenarios", "description", "rerun", "seconds")
 
 
 def fact_setup_problems(fact_setup: object, scenarios: dict) -> list[str]:
@@ -58,9 +61,15 @@ def replay_problems(replays: object, checks: list, scenarios: dict, contract: li
     for replay, where in named_tables(replays, "replays", REPLAY_KEYS, "with replace, probe, capture and scenarios",
                                        problems):
         problems += [f"{where}: {key} is missing" for key in ("replace", "probe", "capture", "scenarios") if key not in replay]
-        replaced = replay.get("replace")
-        if not (isinstance(replaced, str) or (is_string_list(replaced) and replaced)):
-            problems.append(f"{where}: replace must be a contract name or a non-empty list of them")
+        replaced, patched = replay.get("replace"), replay.get("patch", [])
+        if not is_string_list(patched) or not all(_MODULE_ATTRIBUTE.fullmatch(p) for p in patched):
+            problems.append(f"{where}: patch must be a list of module attributes such as \"numpy.tanh\"")
+        elif not (isinstance(replaced, str) or (is_string_list(replaced) and (replaced or patched))):
+            problems.append(f"{where}: replace must be a contract name or a non-empty list of them (empty only with "
+                            "patch)")
+        elif patched and not replaced and replay.get("rerun", "end") != "slice":
+            problems.append(f"{where}: a replay that replaces no name (patch alone) must rerun = \"slice\": without a "
+                            "replaced name's last binding there is no end to run again")
         listed = [replaced] if isinstance(replaced, str) else replaced if isinstance(replaced, list) else []
         captured = replay.get("capture", [])
         names = [*listed, *(captured if isinstance(captured, list) else [])]

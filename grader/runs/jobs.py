@@ -147,7 +147,7 @@ def make_job(assignment: Assignment, scenario: Scenario, seed: int, source: str,
     if tagged:
         job["code_tag"] = secrets.token_hex(8)
     replays = [{"name": r.name, "replace": list(r.replace), "probe": r.probe, "capture": list(r.capture), "rerun": r.rerun,
-                **({"seconds": r.seconds} if r.seconds else {})}
+                **({"seconds": r.seconds} if r.seconds else {}), **({"patch": list(r.patch)} if r.patch else {})}
                for r in assignment.replays.values() if scenario.name in r.scenarios]
     if replays:
         job["replays"] = replays

@@ -208,7 +208,9 @@ def _apply_value(snap: Snapshot, name: str, frame: dict) -> None:
 
 
 def _apply_replay(snap: Snapshot, frame: dict) -> None:
-    """A replay's captured values (the first frame of a name counts; the run sends one per replay)."""
+    """A replay's captured values (the first frame of a name counts; the run sends one per replay). A replay whose
+    statements raised keeps, apart from any values (`rebound`), the captured names they had bound again by then:
+    only a check that asks for them reads them (a branch judged on the replay still fails on the raise)."""
     name = frame.get("name")
     if not isinstance(name, str) or len(name) > MAX_NAME or name in snap.replays or len(snap.replays) >= 20:
         return
@@ -221,6 +223,10 @@ def _apply_replay(snap: Snapshot, frame: dict) -> None:
     else:
         snap.replays[clean(name)] = {"problem": text(frame.get("problem"), 300) or "no values",
                                      "raised": frame.get("raised") is True}
+        rebound = frame.get("rebound")
+        if isinstance(rebound, dict) and frame.get("raised") is True:   # bound again before the statements raised
+            snap.replays[clean(name)]["rebound"] = {clean(k): decode(v) for k, v in list(rebound.items())[:50]
+                                                    if isinstance(k, str) and len(k) <= MAX_NAME}
 
 
 def _apply_probe(snap: Snapshot, name: str, frame: dict) -> None:

@@ -368,9 +368,8 @@ class Harness:
             self.run_probes(index)
             if record["status"] == "exit":
                 self.run_probes(index, retry_failed=True)
-                if index == len(statements) - 1:   # sys.exit as the last statement: the file ran to its end
-                    for replay in self.job.get("replays") or []:
-                        run_replay(self, replay, ran)
+                for replay in self.job.get("replays") or []:   # ended by its own request: on what ran
+                    run_replay(self, replay, ran)
                 code = exit_request if isinstance(exit_request, (int, type(None))) else str(exit_request)[:200]
                 return {"kind": "sys_exit", "code": code, "line": node.lineno, "cell": cell,
                         "last": index == len(statements) - 1}
