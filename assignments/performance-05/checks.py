@@ -855,11 +855,6 @@ def _probes():
     return module
 
 
-def _replay_scales():
-    """probes._replay_scales: the HVP replay's factors."""
-    return _probes()._replay_scales
-
-
 def _replay_follows(run, settings, name, checkpointed):
     """Which objective `name` followed when the replay ran the file's HVP statements again with each objective's
     Hessian scaled by a secret 1 + k (probes._hvp_scaled): "own" (its value times its own objective's 1 + k: second-
@@ -879,7 +874,7 @@ def _replay_follows(run, settings, name, checkpointed):
     size = float(np.max(np.abs(value)))
     if not size or not np.all(np.isfinite(again)):
         return None
-    k_plain, k_remat = _replay_scales()(run.snapshot.secret)
+    k_plain, k_remat = _probes()._replay_scales(run.snapshot.secret)
     own, other = (k_remat, k_plain) if checkpointed else (k_plain, k_remat)
     for label, k in (("own", own), ("other", other)):
         allowance = settings.hvp_replay_tolerance * (1.0 + k) * size

@@ -1,5 +1,6 @@
-"""A replay INSIDE the sandbox: the end of the student's file run again, after everything else was sent, with one
-contract name given the value a probe makes of it (the harness calls `run_replay` once the file has ended).
+"""A replay INSIDE the sandbox: the end of the student's file run again, after everything else was sent, with
+contract names or module attributes given the values a probe makes of them (the harness calls `run_replay` once the
+file has ended or called sys.exit).
 
 Statement nodes and their records come from the harness's run; nothing of the run is streamed again, only one
 `{"type": "replay", ...}` frame with the captured names' values, or why the replay could not run."""
