@@ -109,8 +109,11 @@ def test_the_shift_separates_the_recurrence_from_autodiff_and_differences(oracle
     spelling, expected = SPELLINGS[name]
     w, x = oracle.w.astype(np.float32), oracle.x.astype(np.float32)
     value = spelling(w, x)
-    # every spelling has the recurrence's value where nothing is shifted: the value alone cannot tell them apart
-    assert np.max(np.abs(value - oracle.gradient)) <= oracle.cotangent_share(SETTINGS) * np.max(np.abs(oracle.gradient))
+    # each has the recurrence's value where nothing is shifted, to within float32 rounding: the value alone cannot
+    # tell them apart (autodiff through exp rounds more: in some worlds past the recurrence's tolerance, where its
+    # value refuses it, as corpus case cot67_autodiff_exp_form says; here only its replay is judged)
+    share = oracle.cotangent_share(SETTINGS) * (10 if name == "jax.grad, exp" else 1)
+    assert np.max(np.abs(value - oracle.gradient)) <= share * np.max(np.abs(oracle.gradient))
     run = types.SimpleNamespace(snapshot=types.SimpleNamespace(
         secret=SECRET, replays={"cotangent_shifted": {"values": {"cotangent": replayed(spelling, w, x).tolist()}}}))
     assert CHECKS._cotangent_follows(run, oracle, SETTINGS, value) in expected, name
