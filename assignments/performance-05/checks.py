@@ -120,36 +120,54 @@ def _cotangent_follows(run, oracle, settings, cotangent):
     if not np.all(np.isfinite(again)):
         return "other"
     c0, c1 = _probes()._activation_shift(run.snapshot.secret)
-    predicted = shifted_recurrences(oracle.w, oracle.x, c0, c1)
-    share = settings.cotangent_replay_tolerances * oracle.cotangent_share(settings)
+    predicted = shifted_recurrences(oracle.w, oracle.x, c0, c1, oracle.rules.change)
     for label, value in (*predicted.items(), ("unchanged", cotangent)):
-        allowance = share * float(np.max(np.abs(value)))
+        allowance = replay_allowance(oracle, settings, value)
         off = float(np.max(np.abs(again - value)))
         if compared(f"`cotangent` with tanh shifted by a secret c0 + c1·z (the replay) vs {label.replace('-', ' ')}",
                     again, value, off, allowance, off <= allowance, measure="max|replayed − predicted| over the entries",
                     unchanged=cotangent if label != "unchanged" else None):
-            return label
+            return label.partition(",")[0]
     return "other"
 
 
-def shifted_recurrences(w, x, c0, c1):
+def replay_allowance(oracle, settings, value):
+    """How far a replayed `cotangent` may lie from a prediction: `cotangent_replay_tolerances` cotangent shares of
+    the larger of the prediction's and the gradient's largest entries. A float32 recurrence rounds by the size of
+    what it adds up, which the shift barely changes; the shifted value itself may cancel to a fraction of it."""
+    scale = max(float(np.max(np.abs(value))), float(np.max(np.abs(oracle.gradient))))
+    return settings.cotangent_replay_tolerances * oracle.cotangent_share(settings) * scale
+
+
+def shifted_recurrences(w, x, c0, c1, change=None):
     """In float64, with every activation h_i = tanh(z_i) + c0 + c1·z_i (z_i = W h_{i−1}, h_0 = x): the recurrence
     over the activations (1 − h_i²), the one over pre-activations (sech² z_i), and the shifted function's own slope
-    (sech² z_i + c1: what autodiff and differences give), each started from 2·h₄."""
-    h, z = [np.asarray(x, dtype=np.float64)], []
-    for _ in range(4):
-        z.append(w @ h[-1])
-        h.append(np.tanh(z[-1]) + c0 + c1 * z[-1])
+    (sech² z_i + c1: what autodiff and differences give), each started from 2·h₄. Where this run's JAX evaluates
+    tanh with a change (`change`, oracle.ValueChange: the variant's nudge_objective_values, nonzero near the last
+    layer's pre-activations, which the shift moves), the two recurrences over a forward pass through JAX's tanh too
+    (labelled "…, tanh as JAX evaluates it"): NumPy's and math's tanh never carry the change."""
+    def forward(nudged):
+        h, z = [np.asarray(x, dtype=np.float64)], []
+        for _ in range(4):
+            z.append(w @ h[-1])
+            h.append(np.tanh(z[-1]) + (change.shift(z[-1]) if nudged else 0.0) + c0 + c1 * z[-1])
+        return h, z
 
-    def backward(factor):
+    def backward(h, factor):
         g = 2.0 * h[4]
         for i in range(4, 0, -1):
             g = w.T @ (g * factor(i))
         return g
 
-    return {"activations": backward(lambda i: 1.0 - h[i] ** 2),
-            "pre-activations": backward(lambda i: 1.0 - np.tanh(z[i - 1]) ** 2),
-            "slope": backward(lambda i: 1.0 - np.tanh(z[i - 1]) ** 2 + c1)}
+    predicted = {}
+    for nudged in (False, True) if change is not None else (False,):
+        h, z = forward(nudged)
+        suffix = ", tanh as JAX evaluates it in this run" if nudged else ""
+        predicted["activations" + suffix] = backward(h, lambda i: 1.0 - h[i] ** 2)
+        predicted["pre-activations" + suffix] = backward(h, lambda i: 1.0 - np.tanh(z[i - 1]) ** 2)
+        if not nudged:
+            predicted["slope"] = backward(h, lambda i: 1.0 - np.tanh(z[i - 1]) ** 2 + c1)
+    return predicted
 
 
 def _recurrence_slips(oracle):

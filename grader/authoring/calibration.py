@@ -9,6 +9,7 @@ change without them; `grader worlds` (cli/worlds.py) is the part every lesson sh
 
 from __future__ import annotations
 
+import secrets
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -18,7 +19,7 @@ from grader.grading.grade import build_oracle
 from grader.grading.reference import reference_facts
 from grader.grading.warm_up import warmed_up
 from grader.grading.world_check import WorldVerdict, judge_world
-from grader.runs.jobs import fresh_variant_seed, run_scenario, seed_map, setup_parameters
+from grader.runs.jobs import fresh_variant_seed, run_scenario, seed_map, setup_parameters, variant_seed_for
 
 
 @dataclass(frozen=True)
@@ -44,6 +45,20 @@ def lesson(lesson_id: str, root: Path | None = None) -> Assignment:
 def draw_seed(assignment: Assignment) -> int:
     """A batch seed as `grader grade` draws one (a suitable world, never the lesson's own seed)."""
     return fresh_variant_seed(assignment)
+
+
+def distinct_seeds(assignment: Assignment, count: int) -> list[int]:
+    """`count` different suitable batch seeds, drawn afresh each call even where $GRADER_VARIANT_SEED names one
+    world (as the test suite does, where draw_seed then gives that world every time)."""
+    seeds: list[int] = []
+    while len(seeds) < count:
+        try:
+            seed = variant_seed_for(assignment, secrets.randbelow(2**31 - 2) + 1)
+        except RuntimeError:    # no suitable seed in that number's sequence: draw another number
+            continue
+        if seed not in seeds:
+            seeds.append(seed)
+    return seeds
 
 
 def world_parameters(assignment: Assignment, scenario: str, seed: int) -> dict[str, Any]:
