@@ -153,20 +153,22 @@ def shifted_recurrences(w, x, c0, c1, change=None):
             h.append(np.tanh(z[-1]) + (change.shift(z[-1]) if nudged else 0.0) + c0 + c1 * z[-1])
         return h, z
 
-    def backward(h, factor):
+    def backward(h, factors):
+        """The recurrence from 2·h₄ down, factors[i - 1] multiplying layer i's cotangent."""
         g = 2.0 * h[4]
         for i in range(4, 0, -1):
-            g = w.T @ (g * factor(i))
+            g = w.T @ (g * factors[i - 1])
         return g
 
     predicted = {}
     for nudged in (False, True) if change is not None else (False,):
         h, z = forward(nudged)
+        sech2 = [1.0 - np.tanh(zi) ** 2 for zi in z]
         suffix = ", tanh as JAX evaluates it in this run" if nudged else ""
-        predicted["activations" + suffix] = backward(h, lambda i: 1.0 - h[i] ** 2)
-        predicted["pre-activations" + suffix] = backward(h, lambda i: 1.0 - np.tanh(z[i - 1]) ** 2)
+        predicted["activations" + suffix] = backward(h, [1.0 - hi ** 2 for hi in h[1:]])
+        predicted["pre-activations" + suffix] = backward(h, sech2)
         if not nudged:
-            predicted["slope"] = backward(h, lambda i: 1.0 - np.tanh(z[i - 1]) ** 2 + c1)
+            predicted["slope"] = backward(h, [s + c1 for s in sech2])
     return predicted
 
 
