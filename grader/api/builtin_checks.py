@@ -31,10 +31,13 @@ def no_statement_failed(run: Any, oracle: Any, settings: Any) -> str:
     failures = run.failed_statements
     snap = run.snapshot
     if snap.ending in ("killed_wall", "exited_early"):
-        after = f" after {run.where(snap.statements[-1].index)}" if snap.statements else ""
+        # "after the last statement it reported", never "your statement": what ran then may be a statement of the
+        # file or the grader's own re-running of some of them once the file ended (replays), and no frame the
+        # run sends can tell which
+        after = f" after the last statement it reported ({run.where(snap.statements[-1].index)})" if snap.statements else ""
         cause = ("was killed at the time limit" if snap.ending == "killed_wall"
-                 else "ended the process (a crash, os._exit or a limit)")
-        raise AssertionError(f"The statement{after} never finished: it {cause}.")
+                 else "ended (a crash, os._exit or a limit)")
+        raise AssertionError(f"The run{after} {cause}: what ran then never finished.")
     syntax = snap.syntax_error
     if syntax:
         rest = ("that cell did not run" if syntax.get("cell") is not None else "the code after it did not run")
