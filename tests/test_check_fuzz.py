@@ -15,6 +15,11 @@ check is graded on it through the engine (`run_checks`, with the unchanged run a
 A check that raises anything but an assertion (or Missing) on any of these shows as a `grader_error`; the test
 lists every such (assignment, scenario, check, change). Checks are loaded through each assignment's config, so the
 fuzz covers whatever checks an assignment has.
+
+A change to one name's value or one probe's results is graded by the checks that read that entry of that run (or
+read the whole table): run once on the unchanged runs with tables that note every read, a check that never read the
+entry runs exactly as it did there, where it raised nothing. Every tenth such change is also graded by every check,
+and both must find the same problems, so a read the notes missed fails the test instead of hiding a problem.
 """
 
 from __future__ import annotations
@@ -84,6 +89,102 @@ class Lesson:
     assignment: Any
     snapshots: dict[str, Snapshot]
     oracles: dict[str, Any]
+    reads: dict[str, set] = dataclasses.field(default_factory=dict)   # check id -> entries it read (`noted_reads`)
+
+
+EVERY_KEY = "<every key>"                  # a read of a whole table (iterated, sized, compared, copied)
+KEYED = ("values", "history", "probes", "probe_history", "probe_errors")   # the snapshot's tables read by key
+
+
+class NotedReads(dict):
+    """One of a snapshot's tables that notes each key read, as (scenario, table, key), and EVERY_KEY for any read of
+    the whole (Python's own whole-table reads of a dict subclass go through these methods)."""
+
+    def __init__(self, data: Any = (), log: set | None = None, where: tuple[str, str] = ("", "")):
+        super().__init__(data)     # (a copy made as type(table)(items), as dataclasses.asdict makes one, notes nothing)
+        self._log, self._where = (set() if log is None else log), where
+
+    def _key(self, key: Any) -> None:
+        try:
+            self._log.add((*self._where, key))
+        except TypeError:      # an unhashable key: no such entry, but note it as a read of the whole
+            self._log.add((*self._where, EVERY_KEY))
+
+    def _whole(self) -> None:
+        self._log.add((*self._where, EVERY_KEY))
+
+    def __getitem__(self, key):
+        self._key(key)
+        return super().__getitem__(key)
+
+    def get(self, key, default=None):
+        self._key(key)
+        return super().get(key, default)
+
+    def __contains__(self, key):
+        self._key(key)
+        return super().__contains__(key)
+
+    def __iter__(self):
+        self._whole()
+        return super().__iter__()
+
+    def __len__(self):
+        self._whole()
+        return super().__len__()
+
+    def __eq__(self, other):
+        self._whole()
+        return super().__eq__(other)
+
+    def __ne__(self, other):
+        self._whole()
+        return super().__ne__(other)
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def keys(self):
+        self._whole()
+        return super().keys()
+
+    def values(self):
+        self._whole()
+        return super().values()
+
+    def items(self):
+        self._whole()
+        return super().items()
+
+    def copy(self):
+        self._whole()
+        return dict(super().items())
+
+    def __or__(self, other):
+        self._whole()
+        return dict(super().items()) | other
+
+    def __ror__(self, other):
+        self._whole()
+        return other | dict(super().items())
+
+    def __reduce_ex__(self, protocol):
+        self._whole()
+        return dict, (dict(super().items()),)
+
+
+def noted_reads(assignment: Any, snapshots: dict[str, Snapshot], oracles: dict[str, Any]) -> dict[str, set]:
+    """Check id -> the (scenario, table, key) entries it read, each check graded alone on the unchanged runs."""
+    reads: dict[str, set] = {}
+    for spec in assignment.checks:
+        log: set = set()
+        noted = {name: dataclasses.replace(snapshot, **{table: NotedReads(getattr(snapshot, table), log, (name, table))
+                                                        for table in KEYED})
+                 for name, snapshot in snapshots.items()}
+        alone = run_checks(dataclasses.replace(assignment, checks=[spec]), noted, oracles, reference=snapshots.get)
+        # what a change no check reads is graded as: the unchanged runs, where nothing may escape
+        assert not any(r.grader_error or r.unjudged for r in alone), f"{spec.id} raised on the unchanged runs"
+        reads[spec.id] = log
+    return reads
 
 
 @pytest.fixture(scope="module", params=ASSIGNMENTS)
@@ -98,13 +199,21 @@ def lesson(request) -> Lesson:
         seed = scenario_seed(assignment, scenario, variant_seed_for(assignment, VARIANT_SEED))   # a world a batch uses
         snapshots[name], _ = run_scenario(assignment, scenario, seed, source, assignment.submission_filename)
         oracles[name] = build_oracle(assignment, name, seed, facts)
-    return Lesson(assignment, snapshots, oracles)
+    return Lesson(assignment, snapshots, oracles, noted_reads(assignment, snapshots, oracles))
 
 
-def grade(lesson: Lesson, scenario: str, changed: Snapshot) -> list[str]:
-    """Every check with `changed` in place of the reference's `scenario` run: what escaped other than assertions."""
+def readers(lesson: Lesson, scenario: str, touched: frozenset[tuple[str, Any]]) -> list[Any]:
+    """The checks that read an entry `touched` ((table, key) pairs) of the `scenario` run, or a whole table of it."""
+    wanted = {(scenario, table, key) for table, key in touched} | {(scenario, table, EVERY_KEY) for table, _ in touched}
+    return [spec for spec in lesson.assignment.checks if lesson.reads[spec.id] & wanted]
+
+
+def grade(lesson: Lesson, scenario: str, changed: Snapshot, checks: list[Any] | None = None) -> list[str]:
+    """The checks (all by default) with `changed` in place of the reference's `scenario` run: what escaped other
+    than assertions."""
     snapshots = {**lesson.snapshots, scenario: changed}
-    results = run_checks(lesson.assignment, snapshots, lesson.oracles, reference=lesson.snapshots.get)
+    assignment = lesson.assignment if checks is None else dataclasses.replace(lesson.assignment, checks=checks)
+    results = run_checks(assignment, snapshots, lesson.oracles, reference=lesson.snapshots.get)
     return [f"{result.id}{' (UNJUDGED)' if result.unjudged else ''}: {result.grader_error.splitlines()[0][:300]}"
             for result in results if result.grader_error or result.unjudged]
 
@@ -162,16 +271,21 @@ def structural(value: Any) -> Iterator[tuple[str, Any]]:
             yield f"{list(parent)} cut at {last}", replaced(value, parent, lambda seq, at=last: type(seq)(list(seq)[:at]))
 
 
-def value_changes(snapshot: Snapshot, names: list[str]) -> Iterator[tuple[str, Snapshot]]:
+# A change: (label, the changed run, the (table, key) entries it changed, or None where it changed more than entries)
+Change = tuple[str, Snapshot, frozenset[tuple[str, Any]] | None]
+
+
+def value_changes(snapshot: Snapshot, names: list[str]) -> Iterator[Change]:
     for name in names:
+        touched = frozenset({("values", name), ("history", name)})
         for label, value in VALUES:
-            yield f"`{name}` = {label}", with_value(snapshot, name, value)
+            yield f"`{name}` = {label}", with_value(snapshot, name, value), touched
         if name in snapshot.values:
             for label, value in structural(snapshot.values[name]):
-                yield f"`{name}`{label}", with_value(snapshot, name, value)
+                yield f"`{name}`{label}", with_value(snapshot, name, value), touched
 
 
-def probe_changes(snapshot: Snapshot) -> Iterator[tuple[str, Snapshot]]:
+def probe_changes(snapshot: Snapshot) -> Iterator[Change]:
     error = {"type": "E" * 100, "message": "m" * 2000, "line": None, "cell": None, "traceback": "",
              "grader_fault": False, "through_setup": False}
     for name, entries in snapshot.probe_history.items():
@@ -179,7 +293,7 @@ def probe_changes(snapshot: Snapshot) -> Iterator[tuple[str, Snapshot]]:
             history = [(stmt, used, value, error if label == "error" else None) for stmt, used, _, _ in entries]
             yield f"probe {name} = {label}", dataclasses.replace(
                 snapshot, probe_history={**snapshot.probe_history, name: history},
-                probes={**snapshot.probes, name: value})
+                probes={**snapshot.probes, name: value}), frozenset({("probe_history", name), ("probes", name)})
 
 
 def hostile_fields(item: Any) -> Iterator[tuple[str, dict]]:
@@ -219,23 +333,23 @@ def hostile_fields(item: Any) -> Iterator[tuple[str, dict]]:
 EVIDENCE_LISTS = ("evaluations", "sightings")     # the snapshot's lists of evidence records
 
 
-def evidence_changes(snapshot: Snapshot) -> Iterator[tuple[str, Snapshot]]:
+def evidence_changes(snapshot: Snapshot) -> Iterator[Change]:
     for name in EVIDENCE_LISTS:
         records = getattr(snapshot, name)
         if not records:
             continue
-        yield f"no {name}", dataclasses.replace(snapshot, **{name: []})
-        yield f"{name} repeated", dataclasses.replace(snapshot, **{name: records * 20})
+        yield f"no {name}", dataclasses.replace(snapshot, **{name: []}), None
+        yield f"{name} repeated", dataclasses.replace(snapshot, **{name: records * 20}), None
         for label, change in hostile_fields(records[0]):
             changed = [dataclasses.replace(each, **change) for each in records]
-            yield f"every {name[:-1]}'s {label}", dataclasses.replace(snapshot, **{name: changed})
+            yield f"every {name[:-1]}'s {label}", dataclasses.replace(snapshot, **{name: changed}), None
     summary = snapshot.evidence
     for label, change in (("not installed", {"installed": False}), ("problem", {"problem": "x" * 300}),
                           ("omitted", {"omitted": 2**62})):
-        yield f"evidence {label}", dataclasses.replace(snapshot, evidence=dataclasses.replace(summary, **change))
+        yield f"evidence {label}", dataclasses.replace(snapshot, evidence=dataclasses.replace(summary, **change)), None
 
 
-def statement_changes(snapshot: Snapshot) -> Iterator[tuple[str, Snapshot]]:
+def statement_changes(snapshot: Snapshot) -> Iterator[Change]:
     error = {"type": "", "message": "", "line": -1, "cell": None, "traceback": "", "grader_fault": False,
              "through_setup": False}
     for label, change in (("line -1", {"line": -1}), ("cell 2**62", {"cell": 2**62}), ("index -1", {"index": -1}),
@@ -243,14 +357,15 @@ def statement_changes(snapshot: Snapshot) -> Iterator[tuple[str, Snapshot]]:
                           ("evaluations omitted", {"evaluations_omitted": 2**62}),
                           ("sightings omitted", {"sightings_omitted": 2**62})):
         statements = [dataclasses.replace(s, **change) for s in snapshot.statements]
-        yield f"every statement's {label}", dataclasses.replace(snapshot, statements=statements)
-    yield "no statements", dataclasses.replace(snapshot, statements=[])
+        yield f"every statement's {label}", dataclasses.replace(snapshot, statements=statements), None
+    yield "no statements", dataclasses.replace(snapshot, statements=[]), None
     for ending in ("lost", "exited_early", "killed_wall", "sys_exit"):
-        yield f"ending {ending}", dataclasses.replace(snapshot, ending=ending, exit_code=2**62, exit_line=-1)
+        yield f"ending {ending}", dataclasses.replace(snapshot, ending=ending, exit_code=2**62, exit_line=-1), None
 
 
 # ---- the fuzz -----------------------------------------------------------------------------------------------
 
+CROSS_CHECKED = 10   # every tenth change of an entry is graded by every check too (`NotedReads` checked)
 KINDS = {
     "values": lambda lesson, snap: value_changes(snap, sorted(set(lesson.assignment.contract) | set(snap.values))),
     "probes": lambda lesson, snap: probe_changes(snap),
@@ -264,9 +379,12 @@ KINDS = {
 def test_no_value_a_run_sends_makes_a_check_raise(lesson, kind):
     problems, tried = [], 0
     for scenario, snapshot in lesson.snapshots.items():
-        for label, changed in KINDS[kind](lesson, snapshot):
+        for label, changed, touched in KINDS[kind](lesson, snapshot):
             tried += 1
-            problems += [f"[{scenario}] {label} -> {found}" for found in grade(lesson, scenario, changed)]
+            found = grade(lesson, scenario, changed, None if touched is None else readers(lesson, scenario, touched))
+            if touched is not None and tried % CROSS_CHECKED == 0:   # the notes of reads, checked against every check
+                assert grade(lesson, scenario, changed) == found, f"[{scenario}] {label}: a check not noted as reading it"
+            problems += [f"[{scenario}] {label} -> {each}" for each in found]
     if kind == "probes" and not tried:
         assert not lesson.assignment.probes_source.strip(), "the lesson has probes, but its reference runs sent none"
     elif kind == "evidence":
@@ -315,3 +433,22 @@ def test_a_coercion_answers_any_value_with_a_result_or_an_assertion(helper):
 def test_a_complex_vector_is_not_close_to_its_real_part():
     assert values.close_vectors(np.ones(16) + 1j, np.ones(16), 1e-5, 1e-6) == (False, math.inf)
     assert values.close_vectors([1.0] * 16, np.ones(16), 1e-5, 1e-6)[0]
+
+
+def test_a_noted_table_notes_each_key_read_and_every_whole_read():
+    """What the fuzz's shortcut rests on: reads by key are noted by key, and each way Python reads a whole dict is
+    noted as a read of every key."""
+    import copy
+    import json
+
+    def noted(read: Callable[[dict], Any]) -> set:
+        log: set = set()
+        read(NotedReads({"a": 1, "b": [2]}, log, ("variant", "values")))
+        return {key for _, _, key in log}
+
+    assert noted(lambda d: d["a"]) == noted(lambda d: d.get("a")) == noted(lambda d: "a" in d) == {"a"}
+    wholes = [list, len, bool, sorted, dict, copy.deepcopy, copy.copy, json.dumps, lambda d: {**d}, lambda d: d == {},
+              lambda d: d.items(), lambda d: d.values(), lambda d: d.copy(), lambda d: d | {}, lambda d: {} | d,
+              lambda d: {}.update(d), lambda d: [*d], lambda d: dataclasses.asdict(Snapshot("s", None, values=d))]
+    for read in wholes:
+        assert EVERY_KEY in noted(read), read

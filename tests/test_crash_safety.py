@@ -56,11 +56,15 @@ def test_a_killed_batch_resumes_without_regrading_or_torn_files(tmp_path):
         (submissions / f"{name}.py").write_text(header + solution, encoding="utf-8")
     (submissions / "eve.py").write_text("", encoding="utf-8")
 
+    # This process's own cgroup tree, made before the kill: making one removes the groups of graders that are no
+    # longer alive, so made after it, it would remove the killed grader's before the resumed grader is tested on them.
+    cgroups_here = shared_tree() is not None
     process = subprocess.Popen(_grader("grade", str(submissions), "--out", str(out), "--workers", "1"),
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline and len([p for p in out.glob("*.json") if p.stem != "eve"]) < 1:
         time.sleep(0.1)
+    made = cgroups_of(process.pid)                # its groups while alive (any grader started later removes them)
     os.kill(process.pid, signal.SIGKILL)          # a crash: the grader gets no chance to clean up
     process.wait()
     done_before = _records(out)
@@ -75,8 +79,8 @@ def test_a_killed_batch_resumes_without_regrading_or_torn_files(tmp_path):
         time.sleep(0.1)
     assert processes_with(SLEEPER) == [], "a sandbox outlived the killed grader"
 
-    if shared_tree() is not None:
-        assert cgroups_of(process.pid), "the killed grader left no cgroup: the check below would mean nothing"
+    if cgroups_here:
+        assert made, "the killed grader had made no cgroup: the check below would mean nothing"
     resumed = _finished(_grader("grade", str(submissions), "--out", str(out), "--workers", "1"))
     assert resumed.returncode == 0, resumed.stderr
     for pid in (process.pid, resumed.pid):
