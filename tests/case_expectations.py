@@ -23,21 +23,27 @@ the folder's name. The assignment itself is the project's `assignments/<id>/`, o
                                  # introspects frames and closures)
     lms = true                   # optional, top level (threats): also graded through `otter run` and Gradescope's
                                  # entry point (tests/test_threats_lms.py), where every run is a fresh interpreter
+    [on_jax."0.12"]              # optional: from this JAX release on, the file's own statements behave otherwise
+    why = "sentence"             # (what it does there, and where that was seen); its `groups` and `checks`
+    groups = { runs = 2 }        # replace those above when the grader runs on that JAX or a later one (never a
+    checks = { "runs.no_errors" = 0 }   # list of alternatives, which would also pass the other JAX)
 """
 
 from __future__ import annotations
 
+from importlib import metadata
 from pathlib import Path
 
 import pytest
 
+from grader.common.jax_range import release as jax_release
 from grader.model.record import held_checks
 
 TESTS = Path(__file__).resolve().parent
 ROOT = TESTS.parent
 CASES = TESTS / "assignments"
 EXPECTED = ".expected.toml"
-KEYS = {"status", "why", "submission", "groups", "checks", "contains", "lms", "flagged", "held", "varies"}
+KEYS = {"status", "why", "submission", "groups", "checks", "contains", "lms", "flagged", "held", "varies", "on_jax"}
 
 
 def case_folders(kind: str) -> dict[str, Path]:
@@ -95,7 +101,36 @@ def shape_problems(case: str, expected: dict, groups: list[str], check_ids: set[
     unknown = set(expected) - KEYS
     if unknown:
         problems.append(f"{case}: unknown keys {sorted(unknown)} (known: {sorted(KEYS)})")
+    for key, table in expected.get("on_jax", {}).items():
+        where = f'{case}: [on_jax."{key}"]'
+        if not (isinstance(table, dict) and isinstance(table.get("why"), str) and table["why"].strip()):
+            problems.append(f"{where} must say in `why` what the file does on that JAX")
+            continue
+        if release(key) is None:
+            problems.append(f"{where}: not a JAX release")
+        if set(table) - {"why", "groups", "checks"}:
+            problems.append(f"{where} knows why, groups and checks, not {sorted(set(table) - {'why', 'groups', 'checks'})}")
+        if set(table.get("groups", {})) - set(groups) or set(table.get("checks", {})) - check_ids:
+            problems.append(f"{where} names unknown groups or checks")
     return problems
+
+
+def release(version: str) -> tuple[int, ...] | None:
+    """A JAX version as numbers, or None."""
+    parts = version.split(".")
+    return tuple(int(part) for part in parts) if parts and all(part.isdigit() for part in parts) else None
+
+
+def for_jax(expected: dict, version: str | None = None) -> dict:
+    """The expectation as it holds where the grader runs JAX `version` (default: the installed one): each
+    `[on_jax."X.Y"]` table of that release or an earlier one, oldest first, replaces the scores it names."""
+    installed = jax_release(version or metadata.version("jax"))
+    merged = {**expected, "groups": dict(expected.get("groups", {})), "checks": dict(expected.get("checks", {}))}
+    for key in sorted(expected.get("on_jax", {}), key=lambda k: release(k) or ()):
+        if (release(key) or (10**9,)) <= installed:
+            merged["groups"].update(expected["on_jax"][key].get("groups", {}))
+            merged["checks"].update(expected["on_jax"][key].get("checks", {}))
+    return merged
 
 
 def _one_of(actual: float, expected: float | list[float]) -> bool:
@@ -107,7 +142,8 @@ def _shown(expected: float | list[float]) -> str:
 
 
 def record_problems(record: dict, expected: dict) -> list[str]:
-    """Where the grader's record differs from the expectation (empty when it matches)."""
+    """Where the grader's record differs from the expectation (empty when it matches), on the installed JAX."""
+    expected = for_jax(expected)
     problems = []
     if record["status"] != expected["status"]:
         problems.append(f"status is {record['status']!r}, expected {expected['status']!r}")

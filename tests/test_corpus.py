@@ -41,6 +41,7 @@ from case_expectations import (
     EXPECTED,
     case_folders,
     case_names,
+    for_jax,
     project_root,
     record_problems,
     shape_problems,
@@ -171,3 +172,16 @@ def test_every_corpus_case_is_well_formed(assignment_id: str) -> None:
         expected = tomllib.loads((corpus / f"{case}{EXPECTED}").read_text(encoding="utf-8"))
         problems += shape_problems(case, expected, list(assignment.groups), {spec.id for spec in assignment.checks})
     assert names and not problems, "\n".join(problems)
+
+
+def test_a_label_per_jax_release_replaces_only_the_scores_it_names_from_that_release_on():
+    expected = {"status": "graded", "why": "w", "groups": {"runs": 5, "hvp": 7}, "checks": {"hvp.x": 0},
+                "on_jax": {"0.12": {"why": "w", "groups": {"runs": 2}, "checks": {"runs.no_errors": 0}}}}
+    assert for_jax(expected, "0.9.2")["groups"] == {"runs": 5, "hvp": 7}
+    assert for_jax(expected, "0.11.2")["checks"] == {"hvp.x": 0}
+    for version in ("0.12.0", "0.12.0.1", "0.12.1"):
+        assert for_jax(expected, version)["groups"] == {"runs": 2, "hvp": 7}
+        assert for_jax(expected, version)["checks"] == {"hvp.x": 0, "runs.no_errors": 0}
+    assert shape_problems("c", expected, ["runs", "hvp"], {"hvp.x", "runs.no_errors"}) == []
+    broken = {**expected, "on_jax": {"0.x": {"groups": {"nope": 1}}}}
+    assert len(shape_problems("c", broken, ["runs", "hvp"], {"hvp.x"})) == 1   # no `why`: the rest is not read

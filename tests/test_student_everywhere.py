@@ -33,6 +33,7 @@ from pathlib import Path
 import pytest
 
 from grader.authoring.student_wheel import write_student_wheel
+from grader.common import jax_range
 from grader.common.user_cache import user_cache_dir
 from grader.config.assignment import load
 
@@ -121,9 +122,17 @@ def requirements(wheel: Path) -> list[str]:
                 if line.startswith("Requires-Dist:")]
 
 
+def _download(wheel: Path, folder: Path, pins: list[str]) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "pip", "download", "-q", "--dest", str(folder),
+                           "--only-binary=:all:", "--python-version", "3.11", str(wheel), *pins],
+                          capture_output=True, text=True, timeout=1800, check=False)
+
+
 def wheelhouse(wheel: Path) -> Path:
-    """The wheel's dependencies at this checkout's versions, for CPython 3.11, downloaded once per set of pins and
-    requirements (the student wheel itself is built fresh each session and not kept here)."""
+    """The wheel's dependencies at this checkout's versions, for CPython 3.11 (the student's Python here), downloaded
+    once per set of pins and requirements (the student wheel itself is built fresh each session and not kept here).
+    Where this checkout's JAX has no wheel for 3.11 (JAX 0.11 and later need Python 3.12), the student gets what a
+    student with 3.11 gets: the newest JAX of the supported range that installs there, and what it needs."""
     pins = [f"{name}=={metadata.version(name)}" for name in PINNED]
     key = hashlib.sha256(json.dumps([pins, requirements(wheel), "cp311"]).encode()).hexdigest()[:12]
     house = user_cache_dir() / f"student-wheelhouse-{key}"
@@ -131,9 +140,10 @@ def wheelhouse(wheel: Path) -> Path:
         return house
     house.parent.mkdir(parents=True, exist_ok=True)
     building = Path(tempfile.mkdtemp(prefix=f"{house.name}.", dir=house.parent))
-    done = subprocess.run([sys.executable, "-m", "pip", "download", "-q", "--dest", str(building),
-                           "--only-binary=:all:", "--python-version", "3.11", str(wheel), *pins],
-                          capture_output=True, text=True, timeout=1800, check=False)
+    done = _download(wheel, building, pins)
+    if done.returncode != 0 and "jax==" in done.stderr and "Requires-Python" in done.stderr:
+        pins = [f"jax{jax_range.PIP_RANGE}", f"jaxlib{jax_range.PIP_RANGE}"]
+        done = _download(wheel, building, pins)
     assert done.returncode == 0, done.stdout + done.stderr
     (building / wheel.name).unlink(missing_ok=True)
     (building / ".complete").write_text("\n".join(pins) + "\n")
