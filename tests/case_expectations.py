@@ -36,7 +36,7 @@ from pathlib import Path
 
 import pytest
 
-from grader.common.jax_range import release as jax_release
+from grader.common.jax_range import release
 from grader.model.record import held_checks
 
 TESTS = Path(__file__).resolve().parent
@@ -106,7 +106,7 @@ def shape_problems(case: str, expected: dict, groups: list[str], check_ids: set[
         if not (isinstance(table, dict) and isinstance(table.get("why"), str) and table["why"].strip()):
             problems.append(f"{where} must say in `why` what the file does on that JAX")
             continue
-        if release(key) is None:
+        if ".".join(map(str, release(key))) != key:
             problems.append(f"{where}: not a JAX release")
         if set(table) - {"why", "groups", "checks"}:
             problems.append(f"{where} knows why, groups and checks, not {sorted(set(table) - {'why', 'groups', 'checks'})}")
@@ -115,19 +115,13 @@ def shape_problems(case: str, expected: dict, groups: list[str], check_ids: set[
     return problems
 
 
-def release(version: str) -> tuple[int, ...] | None:
-    """A JAX version as numbers, or None."""
-    parts = version.split(".")
-    return tuple(int(part) for part in parts) if parts and all(part.isdigit() for part in parts) else None
-
-
 def for_jax(expected: dict, version: str | None = None) -> dict:
     """The expectation as it holds where the grader runs JAX `version` (default: the installed one): each
     `[on_jax."X.Y"]` table of that release or an earlier one, oldest first, replaces the scores it names."""
-    installed = jax_release(version or metadata.version("jax"))
+    installed = release(version or metadata.version("jax"))
     merged = {**expected, "groups": dict(expected.get("groups", {})), "checks": dict(expected.get("checks", {}))}
-    for key in sorted(expected.get("on_jax", {}), key=lambda k: release(k) or ()):
-        if (release(key) or (10**9,)) <= installed:
+    for key in sorted(expected.get("on_jax", {}), key=release):
+        if release(key) <= installed:
             merged["groups"].update(expected["on_jax"][key].get("groups", {}))
             merged["checks"].update(expected["on_jax"][key].get("checks", {}))
     return merged
