@@ -217,14 +217,15 @@ def test_the_reference_keeps_full_marks_on_a_busy_machine_with_tight_limits():
     # any allowance and test nothing). Twice the run alone, not 1.5 times: on a machine three times oversubscribed
     # the run's own CPU seconds grow too (shared caches), and the allowance gives back waiting, not slower work; at
     # 1.5 times a busy run's own CPU (5.5 s) outgrew its soft limit (4.5 s) in 3 of 6 tries (its replays after the
-    # file were killed). Below, the busy run must still outlast its wall limit: it needs the allowance.
+    # file were killed, before they had time of their own: sandbox/file_end.py). Below, the busy run must still
+    # outlast its wall limit and have earned an allowance for waiting.
     soft = max(4.0, 2.0 * max(run["seconds"] for run in alone["runs"].values()))
     tight = replace(assignment, limits=replace(assignment.limits, soft_seconds=soft, wall_seconds=soft + 4))
     with busy_machine():
         record = grade(tight, submission, facts, variant_seed=4242)
     runs = record["runs"]
     assert record["score"] == record["max_score"], ([c["feedback"][:80] for c in record["checks"] if c["score"] < c["max_score"]], soft, {n: {k: r.get(k) for k in ("seconds", "cpu_seconds", "cpu_wait_allowance_seconds", "ending")} for n, r in runs.items()})
-    assert max(run["seconds"] for run in runs.values()) > tight.limits.wall_seconds, runs   # it needed the allowance
+    assert max(run["seconds"] for run in runs.values()) > tight.limits.wall_seconds, runs
     assert any(run.get("cpu_wait_allowance_seconds", 0) > 0 for run in runs.values()), runs
 
 

@@ -31,9 +31,9 @@ def no_statement_failed(run: Any, oracle: Any, settings: Any) -> str:
     failures = run.failed_statements
     snap = run.snapshot
     if snap.ending in ("killed_wall", "exited_early"):
-        # "after the last statement it reported", never "your statement": what ran then may be a statement of the
-        # file or the grader's own re-running of some of them once the file ended (replays), and no frame the
-        # run sends can tell which
+        # "after the last statement it reported", never "your statement": what ran then may be a statement whose
+        # record never came, or the file's code run again by the grader's probes; the replays after the file's end
+        # are never the file's (a run killed there ends as the file said it did: sandbox/file_end.py)
         after = f" after the last statement it reported ({run.where(snap.statements[-1].index)})" if snap.statements else ""
         cause = ("was killed at the time limit" if snap.ending == "killed_wall"
                  else "ended (a crash, os._exit or a limit)")

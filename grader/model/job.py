@@ -51,6 +51,7 @@ class Job(TypedDict):
     evidence: NotRequired[dict[str, int]]  # bounds of the method evidence ({} records none)
     notebook: NotRequired[bool]
     replays: NotRequired[list[dict[str, Any]]]   # {name, replace (names), probe, capture, rerun, seconds?}: run at the end (run_replay)
+    after_file_seconds: NotRequired[float]   # the replays' time, granted once the file's own code ended (sandbox/file_end.py)
     code_tag: NotRequired[str]             # secret per run: the file's code is compiled under a name holding it
     import_settings: NotRequired[list[str]]   # JAX_* variables applied as the file first imports JAX (IMPORT_SETTINGS)
     # Added on the way in, by the sandbox (process.py, fork_server.py) or the compile-cache warm-up:

@@ -14,6 +14,7 @@ from grader.model.job import Job, new_job
 from grader.model.limits import Limits
 from grader.runs.seed_memo import remembered
 from grader.runs.snapshot import Snapshot, build_snapshot
+from grader.sandbox.file_end import settle as settle_file_end
 from grader.sandbox.process import RawRun, run_job
 
 MAX_SEED_DRAWS = 200000    # an assignment may accept few seeds (one in several thousand); each test is cheap
@@ -151,6 +152,11 @@ def make_job(assignment: Assignment, scenario: Scenario, seed: int, source: str,
                for r in assignment.replays.values() if scenario.name in r.scenarios]
     if replays:
         job["replays"] = replays
+        # The replays' time, granted on top of the wall limit once the file's own code has ended
+        # (sandbox/file_end.py): each replay's own budget, else a statement's grace, and one grace for the end.
+        grace = assignment.limits.statement_grace_seconds
+        job["after_file_seconds"] = sum((r.seconds or grace for r in assignment.replays.values()
+                                         if scenario.name in r.scenarios), grace)
     return job
 
 
@@ -163,6 +169,7 @@ def run_scenario(assignment: Assignment, scenario: Scenario, seed: int, source: 
                  data: bytes = b"", batch_seed: int | None = None, tagged: bool = True) -> tuple[Snapshot, RawRun]:
     job = make_job(assignment, scenario, seed, source, filename, cells, data, batch_seed, tagged)
     raw = runner(job, assignment.limits) if runner else run_job(job, assignment.limits)
+    settle_file_end(raw, assignment.limits.wall_seconds)
     snapshot = build_snapshot(raw, scenario.name, seed)
     snapshot.secret = str(job.get("code_tag") or "")
     return snapshot, raw

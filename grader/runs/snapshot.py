@@ -254,9 +254,12 @@ def _set_ending(snap: Snapshot, raw: RawRun, done: dict | None) -> None:
         snap.setup_error = clean(str(raw.setup.get("message") or raw.grader_failure
                                      or "the run ended before the grader had set it up")[:500])
         snap.ending = "setup_failed"
-    elif raw.killed_at_wall_limit:
+    elif raw.killed_at_wall_limit and raw.own_end is None:
         snap.ending = "killed_wall"
-    elif done is not None:
+    elif (done := done or raw.own_end) is not None:
+        # `own_end`: the file's own code ended and said how, then the grader's replays did not finish (killed in
+        # the time granted for them, or one brought the process down): the file's ending is the one it reported
+        # (sandbox/file_end.py)
         snap.ending = str(done.get("kind")) if done.get("kind") in ("completed", "sys_exit") else "lost"
         if snap.ending == "completed" and any(problem["cell"] is None for problem in snap.syntax_errors):
             snap.ending = "syntax_error"   # a script stops at its syntax error (a notebook skips only that cell)

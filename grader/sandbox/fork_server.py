@@ -40,6 +40,7 @@ from pathlib import Path
 
 from grader.model.job import Job, new_job
 from grader.model.limits import Limits
+from grader.sandbox.file_end import after_file_seconds
 from grader.sandbox.inspection import SandboxFacts, inspect_with, job_source, parse_printed
 from grader.sandbox.isolation import (
     NAMESPACES,
@@ -72,7 +73,7 @@ CGROUPS = "/grader-cgroup"           # the batch's cgroups, seen by the supervis
 CAPABILITIES = ("CAP_SYS_ADMIN", "CAP_SETUID", "CAP_SETGID", "CAP_CHOWN", "CAP_DAC_OVERRIDE", "CAP_FOWNER")
 START_SECONDS = 120
 WALL_GRACE_SECONDS = 30              # the supervisor kills at the (stretched) wall limit; this is the backstop
-FD_NAMES = ("job", "output", "channel", "status", "control")
+FD_NAMES = ("job", "output", "channel", "status", "control", "extend")   # as zygote_server.FD_NAMES
 
 
 class ForkServerError(RuntimeError):
@@ -290,12 +291,14 @@ class ForkServer:
         uid = UIDS.take()
         pipes = {name: os.pipe() for name in FD_NAMES}
         ours = {"job": pipes["job"][1], "output": pipes["output"][0], "channel": pipes["channel"][0],
-                "status": pipes["status"][0], "control": pipes["control"][0]}
-        theirs = [pipes["job"][0], pipes["output"][1], pipes["channel"][1], pipes["status"][1], pipes["control"][1]]
+                "status": pipes["status"][0], "control": pipes["control"][0], "extend": pipes["extend"][1]}
+        theirs = [pipes["job"][0], pipes["output"][1], pipes["channel"][1], pipes["status"][1], pipes["control"][1],
+                  pipes["extend"][0]]
+        after_file = after_file_seconds(job)
         workdir = f"/tmp/grader-run-{secrets.token_hex(6)}"
         group = self._tree.run_group(limits) if self._tree is not None else None
         request = {"uid": uid, "workdir": workdir, "environment": child_environment(Path(workdir)),
-                   "limits": {"wall_seconds": limits.wall_seconds,
+                   "limits": {"wall_seconds": limits.wall_seconds, "after_file_seconds": after_file,
                               "cpu_wait_allowance_seconds": limits.cpu_wait_allowance_seconds,
                               "cpu_seconds": int(limits.cpu_seconds),
                               "memory_bytes": limits.memory_bytes, "file_size_bytes": limits.file_size_bytes,
@@ -335,11 +338,21 @@ class ForkServer:
                 raw.killed_at_wall_limit = True
                 server_failed = True
 
-            backstop = started + limits.wall_seconds + limits.cpu_wait_allowance_seconds + WALL_GRACE_SECONDS
-            pump(ours["output"], ours["channel"], limits, raw, lambda: backstop - time.monotonic(),
-                 has_exited=lambda: not reader.is_alive(), at_deadline=wedged, control_fd=ours["control"])
+            backstop = [started + limits.wall_seconds + limits.cpu_wait_allowance_seconds + WALL_GRACE_SECONDS]
+
+            def own_end() -> None:   # the file's own code ended: its supervisor grants the replays' time (file_end.py)
+                if after_file > 0:
+                    backstop[0] += after_file
+                    try:
+                        os.write(ours["extend"], b"+")
+                    except OSError:
+                        pass
+
+            pump(ours["output"], ours["channel"], limits, raw, lambda: backstop[0] - time.monotonic(),
+                 has_exited=lambda: not reader.is_alive(), at_deadline=wedged, control_fd=ours["control"],
+                 on_own_end=own_end)
             # The run may have closed its pipes and still be running: its supervisor reports once it has ended it.
-            reader.join(timeout=max(backstop - time.monotonic(), 0) + WALL_GRACE_SECONDS)
+            reader.join(timeout=max(backstop[0] - time.monotonic(), 0) + WALL_GRACE_SECONDS)
         finally:
             for fd in [*theirs, *ours.values()]:
                 try:

@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import struct
 import sys
+import time
+from collections.abc import Callable
 
 from grader.model.limits import Limits
 
@@ -17,7 +19,7 @@ SUPERSEDED_VALUE_BYTES = 4 * 1024 * 1024
 # The frame types the harness sends (grader/sandbox/child/) and runs/snapshot.py reads: any other is dropped as it
 # is parsed, so what a run sends that nobody reads never stays in the grader's memory.
 FRAME_TYPES = frozenset({"value", "probe", "evaluation", "sighting", "statement", "syntax_error",
-                         "evidence_installed", "evidence_problem", "replay", "done"})
+                         "evidence_installed", "evidence_problem", "replay", "own_end", "done"})
 
 
 def run_memory_bound(limits: Limits) -> int:
@@ -50,6 +52,12 @@ class FrameReader:
         self._superseded = 0
         self.received = 0
         self.problem: str | None = None
+        # When the file's own code ended (sandbox/file_end.py): the first `own_end` frame, which `on_own_end` hears
+        # as it arrives (the runner then grants the replays' time), and when each statement frame arrived.
+        self.started = time.monotonic()
+        self.on_own_end: Callable[[], None] | None = None
+        self.own_end_index: int | None = None
+        self.statement_times: list[tuple[int, float]] = []   # (index in frames, seconds after the reader started)
 
     def feed(self, data: bytes) -> None:
         if self.problem:
@@ -92,6 +100,12 @@ class FrameReader:
             if frame["type"] == "value" and isinstance(frame.get("name"), str):
                 self._supersede(frame["name"], size)
             self.frames.append(frame)
+            if frame["type"] == "statement":
+                self.statement_times.append((len(self.frames) - 1, time.monotonic() - self.started))
+            elif frame["type"] == "own_end" and self.own_end_index is None:
+                self.own_end_index = len(self.frames) - 1
+                if self.on_own_end is not None:
+                    self.on_own_end()
 
     def _supersede(self, name: str, size: int) -> None:
         """A value frame for `name` is about to be kept: the one it rebinds stays whole within the budget."""

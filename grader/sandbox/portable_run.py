@@ -34,6 +34,7 @@ from grader.common import system
 from grader.model.job import Job
 from grader.model.limits import Limits
 from grader.sandbox.child.cpu_wait import NOTHING, StretchedDeadline
+from grader.sandbox.file_end import after_file_seconds
 from grader.sandbox.frames import FrameReader
 from grader.sandbox.isolation import RUNTIME_NAME, Isolation
 from grader.sandbox.portable import Portable
@@ -176,6 +177,20 @@ def run_portable(job: Job, limits: Limits, isolation: Isolation, python: str) ->
     readers: list[Reader] = []
     frames = FrameReader(limits.channel_max_bytes, limits.channel_max_objects, takes_setup=True)
     output = OutputKeeper(limits.output_keep_bytes)
+    walls: list[StretchedDeadline] = []   # the run's wall limit, once made; the replays' time granted to it
+    after_file = after_file_seconds(job)
+
+    def watched(wall: StretchedDeadline) -> StretchedDeadline:
+        walls.append(wall)
+        if frames.own_end_index is not None:   # heard before the limit was made (extend is once only)
+            wall.extend(after_file)
+        return wall
+
+    def own_end() -> None:   # the file's own code ended: the replays' time is granted (file_end.py)
+        for wall in walls:
+            wall.extend(after_file)
+
+    frames.on_own_end = own_end
     try:
         copy_child_runtime(workdir / RUNTIME_NAME)
         # -u: -I ignores PYTHONUNBUFFERED, and output printed before a hard kill must still reach us.
@@ -193,12 +208,12 @@ def run_portable(job: Job, limits: Limits, isolation: Isolation, python: str) ->
                          daemon=True).start()
         if system.POSIX:   # the limits stretched by the time the run waited for a CPU, where /proc says it (Linux)
             with RunUsage(process.pid, None) as usage:
-                wall = StretchedDeadline(limits.wall_seconds, limits.cpu_wait_allowance_seconds, usage.measure,
-                                         start=usage.start(), cpus=usage.cpus())
+                wall = watched(StretchedDeadline(limits.wall_seconds, limits.cpu_wait_allowance_seconds,
+                                                 usage.measure, start=usage.start(), cpus=usage.cpus()))
                 _watch(process, wall, raw)
                 raw.cpu_wait_allowance_seconds = round(wall.allowance, 3)
         else:
-            _watch(process, StretchedDeadline(limits.wall_seconds, 0, lambda: NOTHING), raw)
+            _watch(process, watched(StretchedDeadline(limits.wall_seconds, 0, lambda: NOTHING)), raw)
     except OSError as error:   # the run could not be started: the grader's failure, retried by the caller
         raw.grader_failure = f"{type(error).__name__}: {error}"
     finally:
@@ -213,6 +228,7 @@ def run_portable(job: Job, limits: Limits, isolation: Isolation, python: str) ->
     raw.output_unread = any(reader.flooded for reader in readers)
     raw.control = json.dumps(frames.setup).encode("utf-8") + b"\n" if frames.setup is not None else b""
     raw.frames = frames.frames
+    raw.own_end_index, raw.statement_times = frames.own_end_index, frames.statement_times
     raw.channel_problem = frames.problem
     raw.values_not_kept = frames.values_not_kept
     raw.output_head, raw.output_tail, raw.output_bytes = bytes(output.head), bytes(output.tail), output.total

@@ -41,6 +41,7 @@ from grader.sandbox.child.cpu_wait import (
     starting_usage,
     tree_usage,
 )
+from grader.sandbox.file_end import after_file_seconds
 from grader.sandbox.frames import FrameReader
 from grader.sandbox.isolation import RUNTIME_NAME, UIDS, Isolation
 from grader.sandbox.portable import default_isolation
@@ -90,6 +91,9 @@ class RawRun:
     control: bytes = b""                   # the harness's set-up report, on a pipe closed before student code
     memory_limit_hit: bool = False         # the run's cgroup refused memory or killed for it
     grader_failure: str | None = None      # the sandbox itself failed (never the student's doing)
+    own_end_index: int | None = None       # the frame saying the file's own code ended (sandbox/file_end.py)
+    statement_times: list[tuple[int, float]] = field(default_factory=list)   # (frame index, seconds) per statement
+    own_end: dict | None = None            # that frame, once file_end.settle found nothing of the file after it
 
     @property
     def setup(self) -> dict:
@@ -216,7 +220,7 @@ def run_job(job: Job, limits: Limits, isolation: Isolation | None = None, python
         program = filter_program() if own_uid else None
         _send_job(process, {**job, "channel_fd": channel_fd, "control_fd": control_fd,
                             "seccomp": base64.b64encode(program).decode("ascii") if program else None})
-        _pump(process, read_fd, control_read, limits, raw, group)
+        _pump(process, read_fd, control_read, limits, raw, group, after_file_seconds(job))
     except OSError as error:   # the sandbox could not start the run: the grader's failure, retried by the caller
         raw.grader_failure = f"{type(error).__name__}: {error}"
     finally:
@@ -270,7 +274,7 @@ def _send_job(process: subprocess.Popen, job: Job) -> None:
 
 
 def _pump(process: subprocess.Popen, channel_fd: int, control_fd: int, limits: Limits, raw: RawRun,
-          group: RunCgroup | None) -> None:
+          group: RunCgroup | None, after_file_seconds: float) -> None:
     with RunUsage(process.pid, group) as usage:
         wall = StretchedDeadline(limits.wall_seconds, limits.cpu_wait_allowance_seconds, usage.measure,
                                  start=usage.start(), cpus=usage.cpus())
@@ -282,7 +286,8 @@ def _pump(process: subprocess.Popen, channel_fd: int, control_fd: int, limits: L
         assert process.stdout is not None, "the harness is started with stdout=PIPE"
         try:
             pump(process.stdout.fileno(), channel_fd, limits, raw, wall.remaining,
-                 has_exited=lambda: process.poll() is not None, at_deadline=wall_limit, control_fd=control_fd)
+                 has_exited=lambda: process.poll() is not None, at_deadline=wall_limit, control_fd=control_fd,
+                 on_own_end=lambda: wall.extend(after_file_seconds))
             # A run that closed its pipes may still be running: it ends when it ends, or at its limit (as under the
             # fork server's supervisor), not when its pipes closed.
             while not raw.killed_at_wall_limit and process.poll() is None:
@@ -364,10 +369,13 @@ def widen_pipe(fd: int) -> None:
 
 
 def pump(out_fd: int, channel_fd: int, limits: Limits, raw: RawRun, time_left: Callable[[], float],
-         has_exited: Callable[[], bool], at_deadline: Callable[[], None], control_fd: int | None = None) -> None:
-    """Drain output, channel and control pipe until the child ends (or `time_left()` reaches 0), never blocking."""
+         has_exited: Callable[[], bool], at_deadline: Callable[[], None], control_fd: int | None = None,
+         on_own_end: Callable[[], None] | None = None) -> None:
+    """Drain output, channel and control pipe until the child ends (or `time_left()` reaches 0), never blocking.
+    `on_own_end` hears, once, that the file's own code has ended (sandbox/file_end.py)."""
     output = OutputKeeper(limits.output_keep_bytes)
     frames = FrameReader(limits.channel_max_bytes, limits.channel_max_objects)
+    frames.on_own_end = on_own_end
     control = bytearray()
     open_fds = {out_fd, channel_fd} | ({control_fd} if control_fd is not None else set())
     for fd in open_fds:
@@ -410,6 +418,7 @@ def pump(out_fd: int, channel_fd: int, limits: Limits, raw: RawRun, time_left: C
                 time.sleep(SMALL_READ_PAUSE)   # let small writes gather in the pipe: wakeups bounded, not per write
     raw.control = bytes(control)
     raw.frames = frames.frames
+    raw.own_end_index, raw.statement_times = frames.own_end_index, frames.statement_times
     raw.channel_problem = frames.problem
     raw.values_not_kept = frames.values_not_kept
     raw.output_head, raw.output_tail, raw.output_bytes = bytes(output.head), bytes(output.tail), output.total

@@ -218,10 +218,20 @@ def supervise(request, fds):
                                  lambda: (group_usage(stats, proc, quota) if stats is not None else None)
                                  or tree_usage(pid, proc),
                                  start=starting_usage(proc), cpus=machine_cpus(proc))
+        # The grader writes to `extend` once the file's own code has ended: the replays' time is granted on top of
+        # the wall limit, once (grader/sandbox/file_end.py). The run itself never holds this pipe.
+        extend_fd, after_file = fds["extend"], limits.get("after_file_seconds") or 0
+        os.set_blocking(extend_fd, False)
         while True:
             done, status = os.waitpid(pid, os.WNOHANG)
             if done:
                 break
+            if after_file > 0 and not wall.extended:
+                try:
+                    if os.read(extend_fd, 16):
+                        wall.extend(after_file)
+                except BlockingIOError:
+                    pass
             if wall.remaining() <= 0:
                 os.kill(pid, signal.SIGKILL)     # pid 1 of the namespace: everything in it dies too
                 report["killed_at_wall_limit"] = True
@@ -242,7 +252,7 @@ def supervise(request, fds):
         os._exit(0)
 
 
-FD_NAMES = ("job", "output", "channel", "status", "control")
+FD_NAMES = ("job", "output", "channel", "status", "control", "extend")   # as fork_server.FD_NAMES
 SHARED = None   # the installed SharedLoweringContext, or None
 PRELOAD = ("numpy", "numpy.testing", "jax", "jax.numpy", "jax.ad_checkpoint", "jax.experimental.jet", "concurrent.futures",
            "encoding", "recorder", "harness", "cpu_wait")
