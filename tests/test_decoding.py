@@ -16,7 +16,7 @@ import pytest
 from grader.runs.decoding import MAX_ARRAY_BYTES, Opaque, decode, read_npy
 from grader.runs.snapshot import build_snapshot
 from grader.sandbox.child.encoding import MAX_ITEMS, encode_array
-from grader.sandbox.process import RawRun
+from grader.sandbox.raw_run import RawRun
 
 HUGE = 10**400           # what json.loads gives for a 401-digit literal: float() of it raises OverflowError
 

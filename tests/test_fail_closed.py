@@ -30,7 +30,7 @@ import grader.sandbox.isolation as isolation
 from grader.cli.main import main
 from grader.config.assignment import ConfigError, load
 from grader.runs.snapshot import build_snapshot
-from grader.sandbox.process import RawRun
+from grader.sandbox.raw_run import RawRun
 from tests.python_for_others import needs_python_others_can_start
 
 FIXTURE = Path(__file__).with_name("fixtures") / "tiny_project"

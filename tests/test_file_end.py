@@ -10,6 +10,7 @@ would have cut it, and whatever it bound after that counts for nothing.
 from __future__ import annotations
 
 import dataclasses
+import json
 
 import pytest
 
@@ -21,7 +22,8 @@ from grader.sandbox.file_end import ARRIVAL_GRACE_SECONDS, settle
 from grader.sandbox.fork_server import ForkServer
 from grader.sandbox.frames import FrameReader
 from grader.sandbox.portable import Portable
-from grader.sandbox.process import RawRun, run_job
+from grader.sandbox.process import run_job
+from grader.sandbox.raw_run import RawRun
 from tests.case_expectations import ROOT
 
 ASSIGNMENT = load("performance-05", ROOT)
@@ -88,8 +90,10 @@ def test_a_file_that_ends_in_time_runs_to_its_end_however_long_the_replays_take(
 
 
 @pytest.mark.slow
-def test_a_file_that_says_it_ended_and_runs_on_is_cut_at_its_own_limit(runner):
-    snapshot, raw = run_scenario(TIGHT, VARIANT, 7, FORGED_END, TIGHT.submission_filename, runner=runner,
+def test_a_file_that_says_it_ended_and_runs_on_is_cut_at_its_own_limit():
+    """On one runner: what decides is the same code for all three (file_end.settle), and the test above shows
+    that each of them grants the time a forged frame asks for."""
+    snapshot, raw = run_scenario(TIGHT, VARIANT, 7, FORGED_END, TIGHT.submission_filename, runner=run_job,
                                  batch_seed=7)
     assert snapshot.ending == "killed_wall", (snapshot.ending, raw.seconds)
     assert "after" not in snapshot.values
@@ -99,13 +103,16 @@ def test_a_file_that_says_it_ended_and_runs_on_is_cut_at_its_own_limit(runner):
 # ---- settle, on frames alone -------------------------------------------------------------------------------
 
 def frames_run(kinds_and_seconds: list[tuple[str, float]], killed: bool = False) -> RawRun:
-    """A RawRun as a runner leaves it: its frames, when each statement frame arrived, where `own_end` is."""
+    """A RawRun as a runner leaves it: its frames, when each frame of the file's own code arrived, where `own_end` is."""
     raw = RawRun(killed_at_wall_limit=killed, control=b'{"setup": "ok"}\n')
     for index, (kind, seconds) in enumerate(kinds_and_seconds):
         frame: dict = {"type": kind}
         if kind == "statement":
             frame.update(index=index, line=index + 1, end_line=index + 1, status="ok")
-            raw.statement_times.append((index, seconds))
+            raw.own_frame_times.append((index, seconds))
+        elif kind == "value":
+            frame.update(name=f"v{index}", stmt=0, value={"t": "int", "v": index})
+            raw.own_frame_times.append((index, seconds))
         elif kind in ("own_end", "done"):
             frame["kind"] = "completed"
             if kind == "own_end" and raw.own_end_index is None:
@@ -137,6 +144,16 @@ def test_an_own_end_followed_by_statements_past_the_limit_is_cut_there():
     assert snapshot.ending == "killed_wall" and len(snapshot.statements) == 2
 
 
+def test_values_after_own_end_without_their_statements_are_the_files_own_code_too():
+    """A file that hides its later statements' records still sends their values: cut where its limit was."""
+    due = WALL + ARRIVAL_GRACE_SECONDS
+    raw = frames_run([("statement", 1.0), ("own_end", 1.1), ("value", due - 1), ("value", due + 3), ("replay", 0)])
+    settle(raw, WALL)
+    assert raw.own_end is None and raw.killed_at_wall_limit and len(raw.frames) == 3
+    snapshot = build_snapshot(raw, "variant", 7)
+    assert snapshot.ending == "killed_wall" and "v3" not in snapshot.values and "v2" in snapshot.values
+
+
 def test_an_own_end_followed_by_statements_in_time_changes_nothing():
     raw = frames_run([("statement", 1.0), ("own_end", 1.1), ("statement", 2.0), ("done", 2.1)])
     settle(raw, WALL)
@@ -144,15 +161,16 @@ def test_an_own_end_followed_by_statements_in_time_changes_nothing():
     assert build_snapshot(raw, "variant", 7).ending == "completed"
 
 
-def test_the_reader_hears_the_first_own_end_once_and_times_each_statement():
+def test_the_reader_hears_the_first_own_end_once_and_times_what_only_the_files_code_sends():
     heard: list[int] = []
     reader = FrameReader(1 << 20)
     reader.on_own_end = lambda: heard.append(len(reader.frames))
-    for frame in ({"type": "statement"}, {"type": "own_end"}, {"type": "own_end"}, {"type": "statement"}):
-        payload = __import__("json").dumps(frame).encode()
+    for frame in ({"type": "statement"}, {"type": "own_end"}, {"type": "own_end"}, {"type": "replay"},
+                  {"type": "statement"}, {"type": "value", "name": "x"}, {"type": "probe", "name": "p"}):
+        payload = json.dumps(frame).encode()
         reader.feed(len(payload).to_bytes(4, "big") + payload)
     assert heard == [2] and reader.own_end_index == 1
-    assert [index for index, _ in reader.statement_times] == [0, 3]
+    assert [index for index, _ in reader.own_frame_times] == [0, 4, 5]
 
 
 def test_the_grant_is_given_once():

@@ -32,7 +32,7 @@ from grader.outputs.reports import FeedbackPages, write_class_report
 from grader.outputs.similarity_view import write_similarity_csv
 from grader.outputs.writers import grades_csv, write_lms_outputs, write_result
 from grader.runs.snapshot import Snapshot, Statement, build_snapshot
-from grader.sandbox.process import RawRun
+from grader.sandbox.raw_run import RawRun
 from grader.similarity.report import SimilarityReport
 
 BAD = "\ud800"          # a lone surrogate: JSON carries it, no UTF-8 writer takes it

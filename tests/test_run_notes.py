@@ -15,7 +15,7 @@ from grader.grading.grade import run_messages, run_summary
 from grader.model.verdicts import read_first_heading, stopped_early
 from grader.runs.places import failure_place
 from grader.runs.snapshot import Snapshot, Statement, build_snapshot
-from grader.sandbox.process import RawRun
+from grader.sandbox.raw_run import RawRun
 
 ASSERTION = ("\nNot equal to tolerance rtol=3e-05, atol=1e-07\n\nMismatched elements: 16 / 16 (100%)\n"
              "Max absolute difference among violations: 0.01354\nMax relative difference among violations: 0.9921\n")

@@ -519,7 +519,7 @@ def test_garbage_on_the_data_channel_keeps_what_came_before():
 ])
 def test_malformed_frames_never_crash_the_parent(frame):
     """The child (student code can write to the channel) is trusted for nothing beyond the schema."""
-    from grader.sandbox.process import RawRun
+    from grader.sandbox.raw_run import RawRun
 
     good = {"type": "value", "name": "kept", "stmt": 0, "value": {"t": "int", "v": 1}}
     snap = build_snapshot(RawRun(frames=[good, frame]), "baseline", 18)

@@ -388,7 +388,7 @@ def test_the_channel_keeps_rebound_values_only_within_its_budget():
 
     from grader.runs.snapshot import Opaque, build_snapshot
     from grader.sandbox.frames import SUPERSEDED_VALUE_BYTES, FrameReader
-    from grader.sandbox.process import RawRun
+    from grader.sandbox.raw_run import RawRun
 
     def value(name: str, stmt: int, body: str) -> bytes:
         payload = json.dumps({"type": "value", "name": name, "stmt": stmt, "value": {"t": "str", "v": body}}).encode()

@@ -35,7 +35,8 @@ from grader.model.job import Job
 from grader.model.limits import Limits
 from grader.runs.runners import ServerStart
 from grader.sandbox.isolation import Isolation, recheck, require_isolation
-from grader.sandbox.process import RawRun, run_job
+from grader.sandbox.process import run_job
+from grader.sandbox.raw_run import RawRun
 
 Note = Callable[[str], None]
 

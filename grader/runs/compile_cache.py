@@ -22,7 +22,8 @@ from grader.model.job import Job
 from grader.model.limits import Limits
 from grader.runs.jobs import Runner
 from grader.sandbox.isolation import Bubblewrap, strongest_available
-from grader.sandbox.process import COMPILE_CACHE_PATH, RawRun, run_job
+from grader.sandbox.process import COMPILE_CACHE_PATH, run_job
+from grader.sandbox.raw_run import RawRun
 
 # Where a run sees the cache. JAX folds the cache folder's path into every cache key, so the trusted runs that
 # fill it and the student runs that read it must see it at the same path.

@@ -15,7 +15,8 @@ from grader.model.limits import Limits
 from grader.runs.seed_memo import remembered
 from grader.runs.snapshot import Snapshot, build_snapshot
 from grader.sandbox.file_end import settle as settle_file_end
-from grader.sandbox.process import RawRun, run_job
+from grader.sandbox.process import run_job
+from grader.sandbox.raw_run import RawRun
 
 MAX_SEED_DRAWS = 200000    # an assignment may accept few seeds (one in several thousand); each test is cheap
 SEED_CHUNK = 4096          # seeds drawn and tested at once where the oracle tests many together

@@ -17,7 +17,7 @@ from grader.common.text import clean
 from grader.intake.notebook import where as where  # how feedback cites a place (checks import it from here)
 from grader.runs.decoding import INVALID, UNFINISHED, Missing, Opaque, decode, decode_array, seconds, text, whole
 from grader.runs.evidence import Evaluation, EvidenceSummary, Sighting, decode_evaluation, decode_sighting
-from grader.sandbox.process import RawRun
+from grader.sandbox.raw_run import RawRun
 
 __all__ = ["INVALID", "UNFINISHED", "Missing", "Opaque", "Snapshot", "Statement", "build_snapshot", "decode",
            "decode_array", "where"]

@@ -8,22 +8,19 @@ outcome the last frame gives), and the runner then grants the replays' time on t
 replays' own budgets (`seconds`, else a statement's grace) plus one grace, `after_file_seconds`.
 
 The frame comes from the run, so nothing rests on it alone. Granted once, it buys at most that much time. A file
-that sends it early and goes on running its own statements is caught by what follows it: a statement frame after
-`own_end` means the file's own code had not ended. Such a run is then cut where its own wall limit would have cut
-it: the frames from the first statement that arrived after that limit are dropped, and it ended at the wall limit
-(`settle`). Where `own_end` is the last word of the file's own code and the run then ended without its last frame
-(killed in the granted time, a replay that brought the process down), the file's ending is the one it reported:
-the replays that never reported decide nothing, as one that runs out of time decides nothing.
+that sends it early and goes on running its own code is caught by what follows it: a statement's record or a value
+it bound (frames.OWN_CODE_FRAMES, which the harness never sends after `own_end`) means the file's own code had not
+ended. Such a run is then cut where its own wall limit would have cut it: the frames from the first of those that
+arrived after that limit are dropped, and it ended at the wall limit (`settle`). Where `own_end` is the last word
+of the file's own code and the run then ended without its last frame (killed in the granted time, a replay that
+brought the process down), the file's ending is the one it reported: the replays that never reported decide
+nothing, as one that runs out of time decides nothing.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from grader.model.job import Job
-
-if TYPE_CHECKING:
-    from grader.sandbox.process import RawRun
+from grader.sandbox.raw_run import RawRun
 
 # Added to the file's own limit before a late statement counts as the file's: the run's clock starts in the
 # supervisor, a moment after the grader's reader starts timing frames, and the reader may see a frame a little late.
@@ -43,11 +40,11 @@ def settle(raw: RawRun, wall_seconds: float) -> None:
     index = raw.own_end_index
     if index is None or index >= len(raw.frames):
         return
-    if not any(position > index for position, _ in raw.statement_times):
+    if not any(position > index for position, _ in raw.own_frame_times):
         raw.own_end = raw.frames[index]
         return
     due = wall_seconds + raw.cpu_wait_allowance_seconds + ARRIVAL_GRACE_SECONDS
-    late = next((position for position, seconds in raw.statement_times if seconds > due), None)
+    late = next((position for position, seconds in raw.own_frame_times if seconds > due), None)
     if late is not None:   # the file's own code ran past its limit on time it had claimed for the grader's work
         raw.frames = raw.frames[:late]
         raw.killed_at_wall_limit = True

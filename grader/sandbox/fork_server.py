@@ -55,13 +55,13 @@ from grader.sandbox.launcher import Launcher
 from grader.sandbox.portable import student_strategy
 from grader.sandbox.process import (
     COMPILE_CACHE_PATH,
-    RawRun,
     copy_child_runtime,
     describe_run,
     pump,
     run_job,
     shared_tree,
 )
+from grader.sandbox.raw_run import RawRun
 from grader.sandbox.run_environment import child_environment
 from grader.sandbox.scratch import make_temp_dir
 from grader.sandbox.seccomp import filter_program

@@ -22,6 +22,10 @@ FRAME_TYPES = frozenset({"value", "probe", "evaluation", "sighting", "statement"
                          "evidence_installed", "evidence_problem", "replay", "own_end", "done"})
 
 
+# Frames the harness sends only while the file's own code runs: after `own_end` (the replays) there are none.
+OWN_CODE_FRAMES = frozenset({"statement", "value"})
+
+
 def run_memory_bound(limits: Limits) -> int:
     """The most one run's channel may hold in the grader's memory: its bytes parsed (strings the size of their text),
     its JSON values as Python objects (a few hundred bytes each at most), and what the snapshot decodes again."""
@@ -53,11 +57,12 @@ class FrameReader:
         self.received = 0
         self.problem: str | None = None
         # When the file's own code ended (sandbox/file_end.py): the first `own_end` frame, which `on_own_end` hears
-        # as it arrives (the runner then grants the replays' time), and when each statement frame arrived.
+        # as it arrives (the runner then grants the replays' time), and when each frame only the file's own code
+        # sends (a statement's record, a value it bound) arrived.
         self.started = time.monotonic()
         self.on_own_end: Callable[[], None] | None = None
         self.own_end_index: int | None = None
-        self.statement_times: list[tuple[int, float]] = []   # (index in frames, seconds after the reader started)
+        self.own_frame_times: list[tuple[int, float]] = []   # (index in frames, seconds after the reader started)
 
     def feed(self, data: bytes) -> None:
         if self.problem:
@@ -100,8 +105,8 @@ class FrameReader:
             if frame["type"] == "value" and isinstance(frame.get("name"), str):
                 self._supersede(frame["name"], size)
             self.frames.append(frame)
-            if frame["type"] == "statement":
-                self.statement_times.append((len(self.frames) - 1, time.monotonic() - self.started))
+            if frame["type"] in OWN_CODE_FRAMES:
+                self.own_frame_times.append((len(self.frames) - 1, time.monotonic() - self.started))
             elif frame["type"] == "own_end" and self.own_end_index is None:
                 self.own_end_index = len(self.frames) - 1
                 if self.on_own_end is not None:

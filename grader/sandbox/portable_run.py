@@ -44,10 +44,10 @@ from grader.sandbox.process import (
     SMALL_READ_PAUSE,
     SMALL_READS_FREE,
     OutputKeeper,
-    RawRun,
     RunUsage,
     copy_child_runtime,
 )
+from grader.sandbox.raw_run import RawRun
 from grader.sandbox.run_environment import child_environment
 from grader.sandbox.scratch import make_temp_dir, remove_folder
 
@@ -228,7 +228,7 @@ def run_portable(job: Job, limits: Limits, isolation: Isolation, python: str) ->
     raw.output_unread = any(reader.flooded for reader in readers)
     raw.control = json.dumps(frames.setup).encode("utf-8") + b"\n" if frames.setup is not None else b""
     raw.frames = frames.frames
-    raw.own_end_index, raw.statement_times = frames.own_end_index, frames.statement_times
+    raw.own_end_index, raw.own_frame_times = frames.own_end_index, frames.own_frame_times
     raw.channel_problem = frames.problem
     raw.values_not_kept = frames.values_not_kept
     raw.output_head, raw.output_tail, raw.output_bytes = bytes(output.head), bytes(output.tail), output.total

@@ -26,7 +26,6 @@ import sys
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from grader.model.job import Job
@@ -45,6 +44,7 @@ from grader.sandbox.file_end import after_file_seconds
 from grader.sandbox.frames import FrameReader
 from grader.sandbox.isolation import RUNTIME_NAME, UIDS, Isolation
 from grader.sandbox.portable import default_isolation
+from grader.sandbox.raw_run import RawRun
 from grader.sandbox.run_environment import child_environment
 from grader.sandbox.scratch import make_temp_dir
 from grader.sandbox.seccomp import describe as seccomp_description
@@ -68,45 +68,6 @@ SMALL_READ_PAUSE = 0.02
 # while a read is due), and a pause after small reads still leaves a whole megabyte to read after it.
 PIPE_BYTES = 1 << 20
 
-
-
-@dataclass
-class RawRun:
-    """Everything the child produced, before any interpretation: frames, output head/tail, how it ended."""
-
-    frames: list[dict] = field(default_factory=list)
-    output_head: bytes = b""
-    output_tail: bytes = b""
-    output_bytes: int = 0
-    output_unread: bool = False            # it printed past `output_read_bytes`: the rest was never read
-    returncode: int | None = None
-    killed_at_wall_limit: bool = False
-    channel_problem: str | None = None
-    values_not_kept: int = 0               # rebound values past the channel's kept-values budget (frames.py)
-    seconds: float = 0.0
-    isolation: str = ""
-    cpu_seconds: float | None = None       # measured where the runner can (the fork server)
-    cpu_wait_allowance_seconds: float = 0.0  # added to the wall limit: time the run waited for a CPU others held
-    max_rss_bytes: int | None = None
-    control: bytes = b""                   # the harness's set-up report, on a pipe closed before student code
-    memory_limit_hit: bool = False         # the run's cgroup refused memory or killed for it
-    grader_failure: str | None = None      # the sandbox itself failed (never the student's doing)
-    own_end_index: int | None = None       # the frame saying the file's own code ended (sandbox/file_end.py)
-    statement_times: list[tuple[int, float]] = field(default_factory=list)   # (frame index, seconds) per statement
-    own_end: dict | None = None            # that frame, once file_end.settle found nothing of the file after it
-
-    @property
-    def setup(self) -> dict:
-        """The harness's report of its own set-up, read from the control pipe (the student never held it)."""
-        try:
-            report = json.loads(self.control.decode("utf-8").strip().splitlines()[0])
-        except (ValueError, IndexError, UnicodeDecodeError):
-            return {}
-        return report if isinstance(report, dict) else {}
-
-    @property
-    def setup_ok(self) -> bool:
-        return self.setup.get("setup") == "ok"
 
 
 class OutputKeeper:
@@ -418,7 +379,7 @@ def pump(out_fd: int, channel_fd: int, limits: Limits, raw: RawRun, time_left: C
                 time.sleep(SMALL_READ_PAUSE)   # let small writes gather in the pipe: wakeups bounded, not per write
     raw.control = bytes(control)
     raw.frames = frames.frames
-    raw.own_end_index, raw.statement_times = frames.own_end_index, frames.statement_times
+    raw.own_end_index, raw.own_frame_times = frames.own_end_index, frames.own_frame_times
     raw.channel_problem = frames.problem
     raw.values_not_kept = frames.values_not_kept
     raw.output_head, raw.output_tail, raw.output_bytes = bytes(output.head), bytes(output.tail), output.total

@@ -45,7 +45,7 @@ import import_paths
 from channel import Channel
 from encoding import EXACT_ENCODINGS, IMMUTABLE_TYPES, SoftTimeLimit, array_types, encode_value
 from recorder import OBSERVE_NAME, SEEN_NAME, Recorder, residual_api
-from replay import run_replay
+from replay import run_replays
 from run_world import (
     apply_import_settings,
     buffered_output,
@@ -371,25 +371,12 @@ class Harness:
                 code = exit_request if isinstance(exit_request, (int, type(None))) else str(exit_request)[:200]
                 outcome = {"kind": "sys_exit", "code": code, "line": node.lineno, "cell": cell,
                            "last": index == len(statements) - 1}
-                self.replay_all(outcome, ran)   # ended by its own request: on what ran
-                return outcome
+                return run_replays(self, outcome, ran)   # ended by its own request: on what ran
         self.run_probes(index + 1, retry_failed=True)
-        outcome = {"kind": "completed"}
-        self.replay_all(outcome, ran)
-        return outcome
-
-    def replay_all(self, outcome, ran):
-        """The file's own code has ended (`outcome`): say so, then run the replays. The supervisor grants their
-        time on top of the file's own limit once it hears this (sandbox/file_end.py), so what the grader runs after
-        the file never costs the file its ending."""
-        replays = self.job.get("replays") or []
-        if replays:
-            self.channel.send({"type": "own_end", **self.ending(outcome)})
-        for replay in replays:
-            run_replay(self, replay, ran)
+        return run_replays(self, {"kind": "completed"}, ran)
 
     def ending(self, outcome):
-        """What the last frame says of the run besides its outcome (also sent when the file's own code ends)."""
+        """The last frame's words besides the outcome (`own_end` says them too: child/replay.py)."""
         return {**outcome, "soft_limit_hit": self.timer.expired, "evidence": self.recorder.summary()}
 
 

@@ -1,6 +1,6 @@
 """A replay INSIDE the sandbox: the end of the student's file run again, after everything else was sent, with
 contract names or module attributes given the values a probe makes of them (the harness calls `run_replay` once the
-file has ended or called sys.exit).
+file has ended or called sys.exit, through `run_replays`).
 
 Statement nodes and their records come from the harness's run; nothing of the run is streamed again, only one
 `{"type": "replay", ...}` frame with the captured names' values, or why the replay could not run."""
@@ -12,6 +12,18 @@ import sys
 
 from encoding import SoftTimeLimit, encode_value
 from tracebacks import format_error
+
+
+def run_replays(harness, outcome, ran):
+    """The file's own code has ended (`outcome`): say so, then run the job's replays. The grader grants their time on
+    top of the file's own wall limit once it hears this (grader/sandbox/file_end.py): what it runs after the file
+    never costs the file its ending. Returns `outcome`."""
+    replays = harness.job.get("replays") or []
+    if replays:
+        harness.channel.send({"type": "own_end", **harness.ending(outcome)})
+    for replay in replays:
+        run_replay(harness, replay, ran)
+    return outcome
 
 
 def run_replay(harness, replay, ran):
