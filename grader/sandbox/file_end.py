@@ -22,8 +22,9 @@ from __future__ import annotations
 from grader.model.job import Job
 from grader.sandbox.raw_run import RawRun
 
-# Added to the file's own limit before a late statement counts as the file's: the run's clock starts in the
-# supervisor, a moment after the grader's reader starts timing frames, and the reader may see a frame a little late.
+# Added to the file's own limit before a late frame counts against a run that sent `own_end` too early: the reader
+# times frames from its own start, which each runner sets a moment apart from the start of its deadline, and may see
+# a frame a little late. It bears only on such runs, never on an honest one.
 ARRIVAL_GRACE_SECONDS = 1.0
 
 
