@@ -153,9 +153,13 @@ def _send(process: subprocess.Popen, job: Job) -> None:
             pass
 
 
-def _watch(process: subprocess.Popen, wall: StretchedDeadline, raw: RawRun) -> None:
-    """Wait for the run to end, killing it at the wall limit."""
+def _watch(process: subprocess.Popen, wall: StretchedDeadline, raw: RawRun, frames: FrameReader,
+           after_file: float) -> None:
+    """Wait for the run to end, killing it at the wall limit (the replays' time granted once the file's own code
+    has said it ended: file_end.py)."""
     while True:
+        if frames.own_end_index is not None:
+            wall.extend(after_file)   # once only, however often it is asked
         left = wall.remaining()
         if left <= 0:
             raw.killed_at_wall_limit = True
@@ -177,20 +181,6 @@ def run_portable(job: Job, limits: Limits, isolation: Isolation, python: str) ->
     readers: list[Reader] = []
     frames = FrameReader(limits.channel_max_bytes, limits.channel_max_objects, takes_setup=True)
     output = OutputKeeper(limits.output_keep_bytes)
-    walls: list[StretchedDeadline] = []   # the run's wall limit, once made; the replays' time granted to it
-    after_file = after_file_seconds(job)
-
-    def watched(wall: StretchedDeadline) -> StretchedDeadline:
-        walls.append(wall)
-        if frames.own_end_index is not None:   # heard before the limit was made (extend is once only)
-            wall.extend(after_file)
-        return wall
-
-    def own_end() -> None:   # the file's own code ended: the replays' time is granted (file_end.py)
-        for wall in walls:
-            wall.extend(after_file)
-
-    frames.on_own_end = own_end
     try:
         copy_child_runtime(workdir / RUNTIME_NAME)
         # -u: -I ignores PYTHONUNBUFFERED, and output printed before a hard kill must still reach us.
@@ -208,12 +198,13 @@ def run_portable(job: Job, limits: Limits, isolation: Isolation, python: str) ->
                          daemon=True).start()
         if system.POSIX:   # the limits stretched by the time the run waited for a CPU, where /proc says it (Linux)
             with RunUsage(process.pid, None) as usage:
-                wall = watched(StretchedDeadline(limits.wall_seconds, limits.cpu_wait_allowance_seconds,
-                                                 usage.measure, start=usage.start(), cpus=usage.cpus()))
-                _watch(process, wall, raw)
+                wall = StretchedDeadline(limits.wall_seconds, limits.cpu_wait_allowance_seconds, usage.measure,
+                                         start=usage.start(), cpus=usage.cpus())
+                _watch(process, wall, raw, frames, after_file_seconds(job))
                 raw.cpu_wait_allowance_seconds = round(wall.allowance, 3)
         else:
-            _watch(process, watched(StretchedDeadline(limits.wall_seconds, 0, lambda: NOTHING)), raw)
+            _watch(process, StretchedDeadline(limits.wall_seconds, 0, lambda: NOTHING), raw, frames,
+                   after_file_seconds(job))
     except OSError as error:   # the run could not be started: the grader's failure, retried by the caller
         raw.grader_failure = f"{type(error).__name__}: {error}"
     finally:
